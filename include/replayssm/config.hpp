@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file config.hpp
+/// Layer 1: host/device qualifiers and capability macros, defined in one place.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+/// Qualifier for every function usable on host and device.
+#define REPLAYSSM_HOST_DEVICE __forceinline__ __host__ __device__
+/// Qualifier for device-only helpers.
+#define REPLAYSSM_DEVICE __forceinline__ __device__
+#define REPLAYSSM_CUDA_COMPILER 1
+#else
+#define REPLAYSSM_HOST_DEVICE inline
+#define REPLAYSSM_DEVICE inline
+#define REPLAYSSM_CUDA_COMPILER 0
+#endif
+
+/// 1 while compiling device code, 0 on the host pass and under a plain C++ compiler.
+#if defined(__CUDA_ARCH__)
+#define REPLAYSSM_DEVICE_PASS 1
+#else
+#define REPLAYSSM_DEVICE_PASS 0
+#endif
+
+/// 1 where `cvt.rs` (hardware stochastic rounding) exists: the architecture-specific
+/// targets sm_100a and sm_103a. Everywhere else, the host included, the software path
+/// that consumes the same random bits runs instead.
+#if defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL))
+#define REPLAYSSM_HAS_HW_STOCHASTIC_ROUNDING 1
+#else
+#define REPLAYSSM_HAS_HW_STOCHASTIC_ROUNDING 0
+#endif
+
+namespace replayssm {
+
+/// Library version, kept in step with the CMake project version.
+inline constexpr int version_major = 0;
+inline constexpr int version_minor = 1;
+inline constexpr int version_patch = 0;
+
+}  // namespace replayssm

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file memory.hpp
+/// Layer 7: memory per buffer and per request, and modelled bytes moved per decode step.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "replayssm/numeric/activation.hpp"
+#include "replayssm/policy/traffic.hpp"
+#include "replayssm/replay/mamba2_head_step.hpp"
+#include "replayssm/replay/state_view.hpp"
+
+namespace replayssm {
+
+/// Shape of one Mamba-2 layer (per tensor-parallel rank).
+struct mamba2_layer_shape {
+  int32_t heads;
+  int32_t head_dim;
+  int32_t state_dim;
+  int32_t groups;
+  /// Elements of state per request.
+  constexpr int64_t state_elements() const { return int64_t(heads) * head_dim * state_dim; }
+};
+
+/// Bytes of every buffer a Mamba-2 layer's decode step uses, for `num_slots` slots.
+struct mamba2_buffer_sizes {
+  size_t checkpoint = 0, checkpoint_scales = 0;
+  size_t read_copy = 0, read_copy_scales = 0;
+  size_t window_x = 0, window_B = 0, window_dt = 0;
+  size_t cursors = 0;
+  /// Recurrent checkpoint, data and scales.
+  constexpr size_t checkpoint_total() const { return checkpoint + checkpoint_scales; }
+  /// Separate read copy, data and scales (0 in shared mode).
+  constexpr size_t read_copy_total() const { return read_copy + read_copy_scales; }
+  /// Window entries and cursors.
+  constexpr size_t window_total() const { return window_x + window_B + window_dt + cursors; }
+  constexpr size_t total() const { return checkpoint_total() + read_copy_total() + window_total(); }
+};
+
+/// Buffer sizes for `Policy` (call with num_slots = 1 for bytes per request per layer).
+template <class Policy>
+constexpr mamba2_buffer_sizes mamba2_buffers(mamba2_layer_shape s, int64_t num_slots, dtype act) {
+  const size_t elements = size_t(s.state_elements()) * size_t(num_slots);
+  mamba2_buffer_sizes b;
+  b.checkpoint = state_data_bytes<typename Policy::checkpoint_format>(elements);
+  b.checkpoint_scales = state_scale_bytes<typename Policy::checkpoint_format>(elements);
+  if (!Policy::shared_state) {
+    b.read_copy = state_data_bytes<typename Policy::read_format>(elements);
+    b.read_copy_scales = state_scale_bytes<typename Policy::read_format>(elements);
+  }
+  if (!Policy::is_writeback) {
+    const size_t entries = size_t(num_slots) * Policy::window;
+    b.window_x = entries * s.heads * s.head_dim * dtype_size(act);
+    b.window_B = entries * s.groups * s.state_dim * dtype_size(act);
+    b.window_dt = entries * s.heads * sizeof(float);
+  }
+  b.cursors = size_t(num_slots) * s.heads * sizeof(replay_cursor);
+  return b;
+}
+
+/// Modelled device-memory bytes of one decode step for a batch, averaged over a window:
+/// state traffic from the policy's model plus the step's activations and window traffic.
+template <class Policy>
+constexpr double mamba2_bytes_per_step(mamba2_layer_shape s, int64_t batch, dtype act) {
+  const state_traffic t = state_traffic_per_step<Policy>();
+  const double state = t.total() * double(s.state_elements());
+  const double a = dtype_size(act);
+  // x, z, y and dt per head; B and C per group.
+  const double io = a * (3.0 * s.heads * s.head_dim + s.heads + 2.0 * s.groups * s.state_dim);
+  double window = 0.0;
+  if (!Policy::is_writeback) {
+    // Each step appends one entry and a read step reads the ones before it: on average
+    // (W - 1) / 2 entries of x per head and B per group, plus dt.
+    const double entry = a * (double(s.heads) * s.head_dim + double(s.groups) * s.state_dim) + 4.0 * s.heads;
+    window = entry * (1.0 + (Policy::window - 1) / 2.0);
+  }
+  return double(batch) * (state + io + window);
+}
+
+}  // namespace replayssm

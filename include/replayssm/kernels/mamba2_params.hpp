@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file mamba2_params.hpp
+/// Layer 6: the arguments of the ready-made Mamba-2 decode steps, as one plain struct of
+/// pointers and strides, and the views of one (request, head) that the primitives take.
+///
+/// Activations are `[batch][rows][inner]` with the inner dimension contiguous and the two
+/// outer strides in elements. State pools are `[num_slots][heads][head_dim][state_dim]` in
+/// the policy's formats (replay/state_view.hpp). Window buffers, per slot:
+///
+///     window_x  [num_slots][window][heads][head_dim]    activation dtype
+///     window_B  [num_slots][window][groups][state_dim]  activation dtype
+///     window_dt [num_slots][window][heads]              float, after bias and softplus
+///     cursors   [num_slots][heads]                      replay_cursor
+#pragma once
+
+#include <cstdint>
+
+#include "replayssm/config.hpp"
+#include "replayssm/numeric/activation.hpp"
+#include "replayssm/replay/mamba2_head_step.hpp"
+
+namespace replayssm {
+
+/// Arguments of one Mamba-2 decode step for a batch (one token per request).
+struct mamba2_params {
+  // Shape. Tensor-parallel shards are simply fewer heads and groups.
+  int32_t batch = 0;
+  int32_t heads = 0;      ///< H
+  int32_t head_dim = 0;   ///< P, any value >= 1 (80 included)
+  int32_t state_dim = 0;  ///< N, a multiple of 16 in [16, 256]
+  int32_t groups = 0;     ///< G, divides H
+
+  // Step inputs and output, in `act_dtype`.
+  dtype act_dtype = dtype::f32;
+  const void* x = nullptr;  ///< [batch][H][P]
+  int64_t x_batch_stride = 0, x_head_stride = 0;
+  const void* z = nullptr;  ///< [batch][H][P] gate, optional
+  int64_t z_batch_stride = 0, z_head_stride = 0;
+  void* y = nullptr;  ///< [batch][H][P] output
+  int64_t y_batch_stride = 0, y_head_stride = 0;
+  const void* dt = nullptr;  ///< [batch][H] raw step sizes
+  int64_t dt_batch_stride = 0, dt_head_stride = 0;
+  const void* B = nullptr;  ///< [batch][G][N]
+  int64_t B_batch_stride = 0, B_group_stride = 0;
+  const void* C = nullptr;  ///< [batch][G][N]
+  int64_t C_batch_stride = 0, C_group_stride = 0;
+
+  // Per-head weights, float.
+  const float* A = nullptr;        ///< [H], negative
+  const float* D = nullptr;        ///< [H] skip, optional (0)
+  const float* dt_bias = nullptr;  ///< [H], optional (0)
+  bool dt_softplus = true;
+
+  // State slots: request b uses slot slot_indices[b] (b when null); pad_slot_id skips it.
+  const int32_t* slot_indices = nullptr;
+  int32_t pad_slot_id = -1;
+  int32_t num_slots = 0;
+
+  // Recurrent state.
+  void* checkpoint = nullptr;  ///< checkpoint pool (the state itself for write-back)
+  void* checkpoint_scales = nullptr;
+  void* read_copy = nullptr;  ///< separate read copy pool; unused in shared mode
+  void* read_copy_scales = nullptr;
+
+  // Window (replay only) and bookkeeping.
+  void* window_x = nullptr;
+  void* window_B = nullptr;
+  float* window_dt = nullptr;
+  replay_cursor* cursors = nullptr;      ///< [num_slots][H]; optional for nearest-even write-back
+  const int32_t* flush_phase = nullptr;  ///< [num_slots] first-window shortening, optional
+  uint64_t seed = 0;                     ///< stochastic-rounding seed
+
+  /// Device launchers OR step_error bits here (device memory, optional): bad slot indices,
+  /// cursors and phases live on the device, so they are reported, and their rows skipped.
+  uint32_t* error_flags = nullptr;
+};
+
+/// Builds the views of request `b`, head `h`, stored in slot `slot`.
+template <class Policy, class Act>
+struct mamba2_head_views {
+  mamba2_head_inputs<Act> in;
+  mamba2_head_state<Policy, Act> state;
+
+  REPLAYSSM_HOST_DEVICE mamba2_head_views(const mamba2_params& p, int32_t b, int32_t h, int32_t slot) {
+    const int32_t g = h / (p.heads / p.groups);
+    const Act* x = static_cast<const Act*>(p.x);
+    const Act* B = static_cast<const Act*>(p.B);
+    const Act* C = static_cast<const Act*>(p.C);
+    in.x = x + b * p.x_batch_stride + h * p.x_head_stride;
+    in.z = p.z == nullptr ? nullptr
+                          : static_cast<const Act*>(p.z) + b * p.z_batch_stride + h * p.z_head_stride;
+    in.y = static_cast<Act*>(p.y) + b * p.y_batch_stride + h * p.y_head_stride;
+    in.B = B + b * p.B_batch_stride + g * p.B_group_stride;
+    in.C = C + b * p.C_batch_stride + g * p.C_group_stride;
+    in.dt_raw = to_float(static_cast<const Act*>(p.dt)[b * p.dt_batch_stride + h * p.dt_head_stride]);
+    in.A = p.A[h];
+    in.D = p.D != nullptr ? p.D[h] : 0.0f;
+    in.dt_bias = p.dt_bias != nullptr ? p.dt_bias[h] : 0.0f;
+    in.dt_softplus = p.dt_softplus;
+
+    const int64_t head_index = int64_t(slot) * p.heads + h;
+    const int64_t elements = int64_t(p.head_dim) * p.state_dim;
+    using ckpt_view = state_head_view<typename Policy::checkpoint_format>;
+    using read_view = state_head_view<typename Policy::read_format>;
+    state.checkpoint = ckpt_view::in_pool(p.checkpoint, p.checkpoint_scales, head_index, elements);
+    if constexpr (!Policy::shared_state)
+      state.read_copy = read_view::in_pool(p.read_copy, p.read_copy_scales, head_index, elements);
+    const int64_t W = Policy::window;
+    if constexpr (!Policy::is_writeback) {
+      state.window_x = static_cast<Act*>(p.window_x) + (int64_t(slot) * W * p.heads + h) * p.head_dim;
+      state.window_x_stride = int64_t(p.heads) * p.head_dim;
+      state.window_B = static_cast<Act*>(p.window_B) + (int64_t(slot) * W * p.groups + g) * p.state_dim;
+      state.window_B_stride = int64_t(p.groups) * p.state_dim;
+      state.window_dt = p.window_dt + int64_t(slot) * W * p.heads + h;
+      state.window_dt_stride = p.heads;
+      state.appends_key = h % (p.heads / p.groups) == 0;
+      state.phase = p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
+    }
+    state.cursor = p.cursors == nullptr ? nullptr : p.cursors + head_index;
+    state.key = random_stream_key{p.seed, uint32_t(slot), uint32_t(h), 0u};
+  }
+};
+
+}  // namespace replayssm

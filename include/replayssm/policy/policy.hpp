@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file policy.hpp
+/// Layer 3: one policy type carries the window length, the read format, the checkpoint
+/// format and the rounding mode. Kernels and primitives take a single policy type.
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include "replayssm/numeric/formats.hpp"
+#include "replayssm/numeric/rounding.hpp"
+
+namespace replayssm {
+
+/// Longest window a policy may use. The window is staged in shared memory at a flush and
+/// its coefficients are kept per thread, so it is bounded.
+inline constexpr int max_window = 64;
+
+/// Replay policy.
+///
+/// \tparam Window           steps held in the window before a flush (1 = conventional write-back)
+/// \tparam ReadFormat       format of the read copy that outputs read between flushes
+/// \tparam CheckpointFormat format of the recurrent checkpoint that flushes read and write
+/// \tparam Rounding         rounding used when a flush encodes the new state
+///                          (`round_nearest_even` or `round_stochastic`)
+///
+/// When `ReadFormat` and `CheckpointFormat` are the same type the read copy *is* the
+/// checkpoint ("shared" mode): one buffer, no second write at a flush.
+template <int Window, class ReadFormat, class CheckpointFormat = ReadFormat,
+          class Rounding = round_nearest_even>
+struct replay_policy {
+  static_assert(Window >= 1 && Window <= max_window,
+                "replay_policy: Window must lie in [1, max_window]");
+  static_assert(state_format_v<ReadFormat>,
+                "replay_policy: ReadFormat does not model the state-format concept "
+                "(see numeric/formats.hpp)");
+  static_assert(state_format_v<CheckpointFormat>,
+                "replay_policy: CheckpointFormat does not model the state-format concept "
+                "(see numeric/formats.hpp)");
+  static_assert(std::is_same_v<ReadFormat, CheckpointFormat> ||
+                    ReadFormat::bytes_per_element <= CheckpointFormat::bytes_per_element,
+                "replay_policy: a separate read copy must not be wider than the checkpoint");
+  static_assert(std::is_same_v<Rounding, round_nearest_even> ||
+                    std::is_same_v<Rounding, round_stochastic>,
+                "replay_policy: Rounding must be round_nearest_even or round_stochastic");
+
+  static constexpr int window = Window;
+  using read_format = ReadFormat;
+  using checkpoint_format = CheckpointFormat;
+  using rounding = Rounding;
+  /// True when the read copy and the checkpoint are one buffer.
+  static constexpr bool shared_state = std::is_same_v<ReadFormat, CheckpointFormat>;
+  /// True for the conventional mode, which writes the state every step.
+  static constexpr bool is_writeback = (Window == 1);
+};
+
+/// The conventional read-update-write step: a window of one, the state in one format.
+template <class StateFormat, class Rounding = round_nearest_even>
+using writeback_policy = replay_policy<1, StateFormat, StateFormat, Rounding>;
+
+/// The active mode as text, e.g.
+/// `replay W=16 read=nvfp4 checkpoint=fp16 rounding=stochastic(philox-10)`.
+template <class Policy>
+std::string describe() {
+  std::string rounding = Policy::rounding::name;
+  if constexpr (Policy::is_writeback) {
+    return std::string("naive write-back state=") + Policy::checkpoint_format::name +
+           " rounding=" + rounding;
+  } else {
+    std::string text = "replay W=" + std::to_string(Policy::window);
+    if constexpr (Policy::shared_state) {
+      text += std::string(" shared=") + Policy::checkpoint_format::name;
+    } else {
+      text += std::string(" read=") + Policy::read_format::name +
+              " checkpoint=" + Policy::checkpoint_format::name;
+    }
+    return text + " rounding=" + rounding;
+  }
+}
+
+}  // namespace replayssm

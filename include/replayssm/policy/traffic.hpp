@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file traffic.hpp
+/// Layer 3: the bytes-per-element traffic model of DESIGN.md section 4.
+#pragma once
+
+namespace replayssm {
+
+/// Modelled state traffic per element of state per decode step, averaged over a window.
+struct state_traffic {
+  double read_bytes;   ///< bytes read per element per step
+  double write_bytes;  ///< bytes written per element per step
+  /// Read plus write.
+  constexpr double total() const { return read_bytes + write_bytes; }
+};
+
+/// Traffic of one decode step under `Policy`, averaged over a full window.
+///
+/// Conventional write-back reads and writes the state each step. Replay reads the read copy
+/// each step; once per window the flush reads and writes the checkpoint and, when separate,
+/// writes the read copy. The flush step reads the checkpoint instead of the read copy, which
+/// the average counts as one read-copy read saved and one checkpoint read spent.
+template <class Policy>
+constexpr state_traffic state_traffic_per_step() {
+  constexpr double read = Policy::read_format::bytes_per_element;
+  constexpr double checkpoint = Policy::checkpoint_format::bytes_per_element;
+  constexpr double w = Policy::window;
+  if constexpr (Policy::is_writeback) {
+    return {checkpoint, checkpoint};
+  } else if constexpr (Policy::shared_state) {
+    return {read, checkpoint / w};
+  } else {
+    return {read + (checkpoint - read) / w, (checkpoint + read) / w};
+  }
+}
+
+}  // namespace replayssm

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file state_view.hpp
+/// Layer 5: one head's state in a storage format, read and written a chunk at a time.
+///
+/// A state pool holds, per slot and head, a `head_dim x state_dim` row-major matrix in a
+/// state format (numeric/formats.hpp). Its data and its scales lie in two planes:
+///
+///     data   [slot][head][row][chunk]   Format::data_bytes_per_chunk bytes per chunk
+///     scales [slot][head][row][chunk]   Format::scale_bytes_per_chunk bytes per chunk
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "replayssm/config.hpp"
+#include "replayssm/numeric/philox.hpp"
+
+namespace replayssm {
+
+/// Bytes of each plane of a state pool of `elements` elements (all slots, heads, rows).
+template <class Format>
+constexpr size_t state_data_bytes(size_t elements) {
+  return elements / Format::chunk_elems * Format::data_bytes_per_chunk;
+}
+/// \copydoc state_data_bytes
+template <class Format>
+constexpr size_t state_scale_bytes(size_t elements) {
+  return elements / Format::chunk_elems * Format::scale_bytes_per_chunk;
+}
+
+/// Random words of a stochastic-rounding stream used for the read copy start here, so that
+/// the read copy and the checkpoint of one flush never share random bits.
+inline constexpr uint32_t read_copy_stream_offset = 0x80000000u;
+
+/// One head's state in `Format`: chunk i covers elements [i K, i K + K) of the row-major
+/// matrix, K = Format::chunk_elems.
+template <class Format>
+struct state_head_view {
+  static constexpr int chunk_elems = Format::chunk_elems;
+  uint8_t* data = nullptr;
+  uint8_t* scales = nullptr;
+
+  /// The view of head `head_index` (= slot * heads + head) in a pool with
+  /// `elements_per_head` elements per head.
+  REPLAYSSM_HOST_DEVICE static state_head_view in_pool(void* data, void* scales,
+                                                       int64_t head_index,
+                                                       int64_t elements_per_head) {
+    const int64_t chunk0 = head_index * (elements_per_head / chunk_elems);
+    state_head_view view;
+    view.data = static_cast<uint8_t*>(data) + chunk0 * Format::data_bytes_per_chunk;
+    view.scales = scales == nullptr
+                      ? nullptr
+                      : static_cast<uint8_t*>(scales) + chunk0 * Format::scale_bytes_per_chunk;
+    return view;
+  }
+
+  /// Decodes chunk `chunk` to floats.
+  REPLAYSSM_HOST_DEVICE void load(int32_t chunk, float (&out)[chunk_elems]) const {
+    Format::decode(data + int64_t(chunk) * Format::data_bytes_per_chunk,
+                   scales + int64_t(chunk) * Format::scale_bytes_per_chunk, out);
+  }
+
+  /// Encodes chunk `chunk` with `Round`; stochastic rounding draws the chunk's words of the
+  /// stream `key`, starting at word `stream_offset + chunk * random_words_per_chunk`, so the
+  /// bits depend on the element, never on which thread writes it.
+  template <class Round>
+  REPLAYSSM_HOST_DEVICE void store(int32_t chunk, const float (&in)[chunk_elems],
+                                   const random_stream_key& key,
+                                   uint32_t stream_offset = 0) const {
+    uint32_t bits[Format::random_words_per_chunk > 0 ? Format::random_words_per_chunk : 1] = {};
+    if constexpr (Round::is_stochastic && Format::random_words_per_chunk > 0) {
+      random_words(key, stream_offset + uint32_t(chunk) * Format::random_words_per_chunk, bits);
+    }
+    Format::template encode<Round>(in, bits, data + int64_t(chunk) * Format::data_bytes_per_chunk,
+                                   scales + int64_t(chunk) * Format::scale_bytes_per_chunk);
+  }
+};
+
+}  // namespace replayssm
