@@ -17,7 +17,7 @@ namespace cpu {
 
 /// One decode step for every request of `p` (host memory), under `Policy`.
 template <class Policy>
-status mamba2_decode_step(const mamba2_params& p) {
+[[nodiscard]] status mamba2_decode_step(const mamba2_params& p) {
   if (status s = validate_mamba2<Policy>(p, /*host_memory=*/true); !s) return s;
   const mamba2_shape shape{p.head_dim, p.state_dim};
   std::vector<float> scratch(mamba2_scratch_layout<Policy>::make(shape).bytes() / sizeof(float));
@@ -39,13 +39,13 @@ status mamba2_decode_step(const mamba2_params& p) {
 
 /// The conventional step: read, update and write the whole state.
 template <class StateFormat, class Rounding = round_nearest_even>
-status naive_decode_step(const mamba2_params& p) {
+[[nodiscard]] status naive_decode_step(const mamba2_params& p) {
   return mamba2_decode_step<writeback_policy<StateFormat, Rounding>>(p);
 }
 
 /// The replay step: output from checkpoint + window, flush when the window fills.
 template <class Policy>
-status replay_decode_step(const mamba2_params& p) {
+[[nodiscard]] status replay_decode_step(const mamba2_params& p) {
   static_assert(!Policy::is_writeback, "replay_decode_step needs a window longer than 1");
   return mamba2_decode_step<Policy>(p);
 }

@@ -49,7 +49,7 @@ inline status cuda_error(const char* what, cudaError_t e) {
 
 /// One decode step for every request of `p` (device memory), under `Policy`, on `stream`.
 template <class Policy>
-status mamba2_decode_step(const mamba2_params& p, cudaStream_t stream = nullptr) {
+[[nodiscard]] status mamba2_decode_step(const mamba2_params& p, cudaStream_t stream = nullptr) {
   if (status s = validate_mamba2<Policy>(p, /*host_memory=*/false); !s) return s;
   if (p.batch == 0) return {};
   const size_t smem = mamba2_scratch_layout<Policy>::make({p.head_dim, p.state_dim}).bytes();
@@ -72,20 +72,20 @@ status mamba2_decode_step(const mamba2_params& p, cudaStream_t stream = nullptr)
 
 /// The conventional step: read, update and write the whole state.
 template <class StateFormat, class Rounding = round_nearest_even>
-status naive_decode_step(const mamba2_params& p, cudaStream_t stream = nullptr) {
+[[nodiscard]] status naive_decode_step(const mamba2_params& p, cudaStream_t stream = nullptr) {
   return mamba2_decode_step<writeback_policy<StateFormat, Rounding>>(p, stream);
 }
 
 /// The replay step: output from checkpoint + window, the flush folded into the step on
 /// which a request's window fills.
 template <class Policy>
-status replay_decode_step(const mamba2_params& p, cudaStream_t stream = nullptr) {
+[[nodiscard]] status replay_decode_step(const mamba2_params& p, cudaStream_t stream = nullptr) {
   static_assert(!Policy::is_writeback, "replay_decode_step needs a window longer than 1");
   return mamba2_decode_step<Policy>(p, stream);
 }
 
 /// Reads and clears the device error flags; an error status describes what was skipped.
-inline status take_step_errors(uint32_t* error_flags, cudaStream_t stream = nullptr) {
+[[nodiscard]] inline status take_step_errors(uint32_t* error_flags, cudaStream_t stream = nullptr) {
   uint32_t bits = 0;
   if (cudaError_t e = cudaMemcpyAsync(&bits, error_flags, sizeof bits, cudaMemcpyDeviceToHost, stream); e != cudaSuccess)
     return detail::cuda_error("reading error flags", e);

@@ -72,7 +72,7 @@ status check_pool(const char* name, const void* data, const void* scales) {
 /// indices and flush phases are checked too; on the device they are checked by the kernel,
 /// which skips a bad row and reports it through `error_flags`.
 template <class Policy>
-status validate_mamba2(const mamba2_params& p, bool host_memory) {
+[[nodiscard]] status validate_mamba2(const mamba2_params& p, bool host_memory) {
   using detail::field;
   using ckpt = typename Policy::checkpoint_format;
   using read = typename Policy::read_format;

@@ -9,8 +9,9 @@
 
 namespace replayssm {
 
-/// Outcome of a launcher call. Launchers never throw; `throw_if_error` converts.
-class [[nodiscard]] status {
+/// Outcome of a launcher call. Launchers never throw and are [[nodiscard]];
+/// `throw_if_error` converts.
+class status {
  public:
   /// Success.
   status() = default;

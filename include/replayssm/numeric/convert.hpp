@@ -1,0 +1,521 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file convert.hpp
+/// Layer 1: conversions between fp32 and the narrow formats of numeric/types.hpp, as one
+/// struct template `Convert<To, From, Round>` with a static `apply`.
+///
+/// - Decode (`Convert<float, X>`, any `Round`): exact. NaN codes give a quiet fp32 NaN.
+/// - Encode, nearest even (`Convert<X, float>`): IEEE round-to-nearest-even, subnormals
+///   included, done in integer arithmetic so that host and device agree bit for bit.
+///   half_t and bfloat16_t overflow to infinity. float_e4m3_t, float_ue4m3_t and
+///   float_e2m1_t are *satfinite* like PTX `cvt.rn.satfinite`: overflow and infinities
+///   clamp to the largest finite magnitude with the sign kept.
+///   NaN: half_t / bfloat16_t -> 0x7FFF (the canonical NaN CUDA's conversions produce),
+///   float_e4m3_t -> 0x7F, float_ue4m3_t -> 0x7F, float_e2m1_t (which has no NaN) -> +6
+///   (code 0x7, as CUDA's `__nv_cvt_float_to_fp4` documents).
+///   float_ue4m3_t has no sign: negative inputs, -0 and -inf included, give 0.
+///
+/// ## Stochastic rounding (`Round = round_stochastic`): the semantics of PTX `cvt.rs`
+///
+/// Let lo <= |v| < lo + step be the two grid values of the target around |v| (subnormal
+/// steps included) and f = (|v| - lo) / step in [0, 1). With n random bits R, the result
+/// has magnitude lo + step when floor(f * 2^n) + R >= 2^n, else lo, and v's sign: R is
+/// added to the top n of the discarded mantissa bits and the carry out rounds up; lower
+/// discarded bits are truncated. So P(up) = floor(f * 2^n) / 2^n (bias below 2^-n steps,
+/// toward zero), and a value on the grid comes back unchanged whatever R.
+/// Past the largest finite value: half_t / bfloat16_t round up to infinity (no
+/// `.satfinite`), float_e4m3_t / float_e2m1_t clamp to the largest finite value
+/// (`.satfinite` is mandatory there). Infinities: as for nearest even. NaN: as for nearest
+/// even, except float_e4m3_t keeps the sign (S.1111.111), as `cvt.rs` does.
+///
+/// Random bits per element, and where they sit in the 32-bit word `rbits` (other bits are
+/// ignored). `apply(v, rbits)` reads the field of element 0; `apply_packed(in, word)`
+/// converts a group of `elems_per_word` consecutive elements from one word, element 0 in
+/// the least significant bits of the result, with the field layout of the packed `cvt.rs`
+/// instruction, which it executes where REPLAYSSM_HAS_HW_STOCHASTIC_ROUNDING is 1:
+///
+/// | target       | n  | apply(v, rbits) | apply_packed: field of element i of `word`      |
+/// |--------------|----|-----------------|-------------------------------------------------|
+/// | half_t       | 13 | bits 12..0      | 2 per word: i=0 bits 12..0, i=1 bits 28..16     |
+/// | bfloat16_t   | 16 | bits 15..0      | 2 per word: i=0 bits 15..0, i=1 bits 31..16     |
+/// | float_e4m3_t | 16 | bits 15..0      | 4 per word: i=0 bits 15..0, i=1 brev16(15..0),  |
+/// |              |    |                 |             i=2 bits 31..16, i=3 brev16(31..16) |
+/// | float_e2m1_t | 8  | bits 7..0       | 4 per word: i=0 bits 7..0, i=1 bits 23..16,     |
+/// |              |    |                 |             i=2 bits 15..8, i=3 bits 31..24     |
+///
+/// (brev16 = the 16 bits in reverse order.) The hardware path is the software path's twin
+/// by construction: `apply_packed` is defined as `apply` on each element's field, and the
+/// fields are those the PTX ISA assigns to the instruction's operands (`cvt.rs`, operand
+/// `rbits`). Two details are not in the ISA text and come from published measurements on
+/// sm_100a: the random field sits at the top of the discarded bits (also for subnormal
+/// results), and of an e4m3 operand pair sharing 16 bits, the upper operand reads them bit
+/// reversed. The e2m1 byte order within a pair follows the ISA's operand order.
+#pragma once
+
+#include <cstdint>
+
+#include "replayssm/config.hpp"
+#include "replayssm/numeric/rounding.hpp"
+#include "replayssm/numeric/types.hpp"
+
+namespace replayssm {
+
+/// Converts a `From` to a `To` with rounding mode `Round`; specialised below.
+template <class To, class From, class Round = round_nearest_even>
+struct Convert;
+
+namespace detail {
+
+/// fp32 bits of a float (intrinsic on the device).
+REPLAYSSM_HOST_DEVICE uint32_t fp32_bits(float v) {
+#if REPLAYSSM_DEVICE_PASS
+  return __float_as_uint(v);
+#else
+  return bit_cast<uint32_t>(v);
+#endif
+}
+
+/// The float with fp32 bits `b` (intrinsic on the device).
+REPLAYSSM_HOST_DEVICE float fp32_from_bits(uint32_t b) {
+#if REPLAYSSM_DEVICE_PASS
+  return __uint_as_float(b);
+#else
+  return bit_cast<float>(b);
+#endif
+}
+
+/// Position of the most significant set bit of x != 0.
+REPLAYSSM_HOST_DEVICE int leading_one(uint32_t x) {
+#if REPLAYSSM_DEVICE_PASS
+  return 31 - __clz(x);
+#else
+  return 31 - __builtin_clz(x);
+#endif
+}
+
+/// The low 16 bits of x in reverse order.
+REPLAYSSM_HOST_DEVICE uint32_t bit_reverse16(uint32_t x) {
+#if REPLAYSSM_DEVICE_PASS
+  return __brev(x) >> 16;
+#else
+  x = ((x >> 1) & 0x5555u) | ((x & 0x5555u) << 1);
+  x = ((x >> 2) & 0x3333u) | ((x & 0x3333u) << 2);
+  x = ((x >> 4) & 0x0F0Fu) | ((x & 0x0F0Fu) << 4);
+  return ((x >> 8) & 0x00FFu) | ((x & 0x00FFu) << 8);
+#endif
+}
+
+constexpr uint32_t fp32_abs_mask = 0x7FFFFFFFu;
+constexpr uint32_t fp32_inf_bits = 0x7F800000u;
+constexpr uint32_t fp32_quiet_nan_bits = 0x7FC00000u;
+
+/// Grid of a narrow binary format, read by the shared encoder and decoder.
+/// `emin` is the exponent of the smallest normal, `max_code` the code of the largest
+/// finite magnitude. Non-saturating formats have infinity at max_code + 1.
+template <class T>
+struct encoding;
+
+template <>
+struct encoding<half_t> {
+  static constexpr int man_bits = 10;
+  static constexpr int emin = -14;
+  static constexpr uint32_t max_code = 0x7BFFu;
+  static constexpr bool saturates = false;
+  static constexpr uint32_t sign_bit = 0x8000u;
+  static constexpr uint32_t nan_code = 0x7FFFu;
+};
+
+template <>
+struct encoding<bfloat16_t> {
+  static constexpr int man_bits = 7;
+  static constexpr int emin = -126;
+  static constexpr uint32_t max_code = 0x7F7Fu;
+  static constexpr bool saturates = false;
+  static constexpr uint32_t sign_bit = 0x8000u;
+  static constexpr uint32_t nan_code = 0x7FFFu;
+};
+
+template <>
+struct encoding<float_e4m3_t> {
+  static constexpr int man_bits = 3;
+  static constexpr int emin = -6;
+  static constexpr uint32_t max_code = 0x7Eu;
+  static constexpr bool saturates = true;
+  static constexpr uint32_t sign_bit = 0x80u;
+  static constexpr uint32_t nan_code = 0x7Fu;
+};
+
+template <>
+struct encoding<float_ue4m3_t> : encoding<float_e4m3_t> {
+  static constexpr uint32_t sign_bit = 0u;
+};
+
+template <>
+struct encoding<float_e2m1_t> {
+  static constexpr int man_bits = 1;
+  static constexpr int emin = 0;
+  static constexpr uint32_t max_code = 0x7u;
+  static constexpr bool saturates = true;
+  static constexpr uint32_t sign_bit = 0x8u;
+  static constexpr uint32_t nan_code = 0x7u;
+};
+
+/// A finite |v| on the grid of a format: the magnitude code of lo (the grid value at or
+/// below |v|) and the discarded fraction f of one step, as f * 2^32 truncated plus a
+/// sticky bit for what lies below.
+struct grid_split {
+  uint32_t code;
+  uint32_t fraction;
+  bool sticky;
+};
+
+/// Splits the finite fp32 magnitude with bits `abs_bits` on the grid of E. Codes past the
+/// format's range are returned as they come; the caller clamps.
+template <class E>
+REPLAYSSM_HOST_DEVICE grid_split split_on_grid(uint32_t abs_bits) {
+  const int exp_field = static_cast<int>(abs_bits >> 23);
+  const uint64_t significand = (abs_bits & 0x7FFFFFu) | (exp_field != 0 ? 0x800000u : 0u);
+  const int exponent = (exp_field != 0 ? exp_field : 1) - 127;
+  const int grid_exponent = exponent > E::emin ? exponent : E::emin;
+  // Low significand bits below the grid step; past 57 every bit is already below the
+  // 32-bit fraction window, so the result no longer changes.
+  int shift = grid_exponent - exponent + 23 - E::man_bits;
+  shift = shift < 57 ? shift : 57;
+  const uint64_t rest = significand & ((uint64_t{1} << shift) - 1u);
+  grid_split s;
+  // Code = (biased exponent << man_bits) + significand, so a mantissa overflow carries
+  // into the exponent, subnormals included (their biased exponent is 0, their grid
+  // exponent emin).
+  s.code = (static_cast<uint32_t>(grid_exponent - E::emin) << E::man_bits) +
+           static_cast<uint32_t>(significand >> shift);
+  if (shift <= 32) {
+    s.fraction = static_cast<uint32_t>(rest << (32 - shift));
+    s.sticky = false;
+  } else {
+    s.fraction = static_cast<uint32_t>(rest >> (shift - 32));
+    s.sticky = (rest & ((uint64_t{1} << (shift - 32)) - 1u)) != 0;
+  }
+  return s;
+}
+
+/// Round to nearest, ties to the even code.
+struct step_nearest_even {
+  REPLAYSSM_HOST_DEVICE bool operator()(const grid_split& s) const {
+    constexpr uint32_t half = 0x80000000u;
+    return s.fraction > half || (s.fraction == half && (s.sticky || (s.code & 1u) != 0));
+  }
+};
+
+/// Round the magnitude up whenever it is off the grid.
+struct step_upward {
+  REPLAYSSM_HOST_DEVICE bool operator()(const grid_split& s) const {
+    return s.fraction != 0 || s.sticky;
+  }
+};
+
+/// `cvt.rs`: the top Bits bits of the fraction plus the random field carry out.
+template <int Bits>
+struct step_stochastic {
+  uint32_t random;
+  REPLAYSSM_HOST_DEVICE bool operator()(const grid_split& s) const {
+    constexpr uint32_t mask = (1u << Bits) - 1u;
+    return (((s.fraction >> (32 - Bits)) + (random & mask)) >> Bits) != 0;
+  }
+};
+
+/// Encodes fp32 `v` to the bits of E, stepping to the next code when `step_up` says so.
+template <class E, class Step>
+REPLAYSSM_HOST_DEVICE uint32_t encode_bits(float v, Step step_up, uint32_t nan_code) {
+  const uint32_t bits = fp32_bits(v);
+  const uint32_t abs_bits = bits & fp32_abs_mask;
+  if (abs_bits > fp32_inf_bits) return nan_code;
+  constexpr uint32_t overflow_code = E::saturates ? E::max_code : E::max_code + 1u;
+  uint32_t magnitude = overflow_code;
+  if (abs_bits != fp32_inf_bits) {
+    const grid_split s = split_on_grid<E>(abs_bits);
+    magnitude = s.code + (step_up(s) ? 1u : 0u);
+    magnitude = magnitude <= E::max_code ? magnitude : overflow_code;
+  }
+  return ((bits >> 31) != 0 ? E::sign_bit : 0u) | magnitude;
+}
+
+/// fp32 bits of the finite magnitude code `magnitude` of E (exact).
+template <class E>
+REPLAYSSM_HOST_DEVICE uint32_t magnitude_to_fp32_bits(uint32_t magnitude) {
+  constexpr uint32_t man_mask = (1u << E::man_bits) - 1u;
+  const uint32_t exp_field = magnitude >> E::man_bits;
+  const uint32_t mantissa = magnitude & man_mask;
+  if (exp_field != 0) {
+    const uint32_t fp32_exp = static_cast<uint32_t>(E::emin - 1 + 127) + exp_field;
+    return (fp32_exp << 23) | (mantissa << (23 - E::man_bits));
+  }
+  if (mantissa == 0) return 0u;
+  // Subnormal: mantissa * 2^(emin - man_bits); its leading one becomes the implicit bit.
+  const int lead = leading_one(mantissa);
+  const uint32_t fp32_exp = static_cast<uint32_t>(E::emin - E::man_bits + lead + 127);
+  return (fp32_exp << 23) | ((mantissa - (1u << lead)) << (23 - lead));
+}
+
+/// Nearest-even encode of fp32 to T.
+template <class T>
+REPLAYSSM_HOST_DEVICE T encode_nearest(float v) {
+  using E = encoding<T>;
+  return T::from_bits(
+      static_cast<decltype(T::bits)>(encode_bits<E>(v, step_nearest_even{}, E::nan_code)));
+}
+
+/// Software twin of a packed `cvt.rs`: C::apply on each element's random field, element
+/// i at bits [i Width, (i + 1) Width) of the result.
+template <class C, int Width>
+REPLAYSSM_HOST_DEVICE uint32_t pack_stochastic(const float* in, uint32_t word) {
+  uint32_t packed = 0;
+  for (int i = 0; i < C::elems_per_word; ++i) {
+    packed |= static_cast<uint32_t>(C::apply(in[i], C::random_field(i, word)).bits) << (i * Width);
+  }
+  return packed;
+}
+
+/// The smallest float_ue4m3_t value >= v (satfinite; NaN -> NaN, v <= 0 -> 0). NVFP4 block
+/// scales round this way so that no element of the block overflows.
+REPLAYSSM_HOST_DEVICE float_ue4m3_t encode_ue4m3_upward(float v) {
+  using E = encoding<float_ue4m3_t>;
+  if ((fp32_bits(v) >> 31) != 0 && (fp32_bits(v) & fp32_abs_mask) <= fp32_inf_bits) {
+    return float_ue4m3_t::from_bits(0);
+  }
+  return float_ue4m3_t::from_bits(
+      static_cast<uint8_t>(encode_bits<E>(v, step_upward{}, E::nan_code)));
+}
+
+}  // namespace detail
+
+// ---- decode: exact, for every rounding mode ----------------------------------------------
+
+/// half_t -> fp32. Infinities map to infinities, NaNs to quiet NaNs with the payload kept.
+template <class Round>
+struct Convert<float, half_t, Round> {
+  REPLAYSSM_HOST_DEVICE static float apply(half_t h) {
+    const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
+    const uint32_t magnitude = h.bits & 0x7FFFu;
+    if (magnitude >= 0x7C00u) {
+      const uint32_t payload = (magnitude & 0x3FFu) << 13;
+      return detail::fp32_from_bits(sign | detail::fp32_inf_bits |
+                                    (payload != 0 ? payload | 0x400000u : 0u));
+    }
+    return detail::fp32_from_bits(
+        sign | detail::magnitude_to_fp32_bits<detail::encoding<half_t>>(magnitude));
+  }
+};
+
+/// bfloat16_t -> fp32: the bits become the upper half.
+template <class Round>
+struct Convert<float, bfloat16_t, Round> {
+  REPLAYSSM_HOST_DEVICE static float apply(bfloat16_t b) {
+    return detail::fp32_from_bits(static_cast<uint32_t>(b.bits) << 16);
+  }
+};
+
+/// float_e4m3_t -> fp32. S.1111.111 gives a quiet NaN with the sign kept.
+template <class Round>
+struct Convert<float, float_e4m3_t, Round> {
+  REPLAYSSM_HOST_DEVICE static float apply(float_e4m3_t x) {
+    const uint32_t sign = static_cast<uint32_t>(x.bits & 0x80u) << 24;
+    const uint32_t magnitude = x.bits & 0x7Fu;
+    if (magnitude == 0x7Fu) return detail::fp32_from_bits(sign | detail::fp32_quiet_nan_bits);
+    return detail::fp32_from_bits(
+        sign | detail::magnitude_to_fp32_bits<detail::encoding<float_e4m3_t>>(magnitude));
+  }
+};
+
+/// float_ue4m3_t -> fp32, reading the low 7 bits; 0x7F gives a quiet NaN.
+template <class Round>
+struct Convert<float, float_ue4m3_t, Round> {
+  REPLAYSSM_HOST_DEVICE static float apply(float_ue4m3_t x) {
+    const uint32_t magnitude = x.bits & 0x7Fu;
+    if (magnitude == 0x7Fu) return detail::fp32_from_bits(detail::fp32_quiet_nan_bits);
+    return detail::fp32_from_bits(
+        detail::magnitude_to_fp32_bits<detail::encoding<float_ue4m3_t>>(magnitude));
+  }
+};
+
+/// float_e2m1_t -> fp32, reading the low nibble.
+template <class Round>
+struct Convert<float, float_e2m1_t, Round> {
+  REPLAYSSM_HOST_DEVICE static float apply(float_e2m1_t x) {
+    const uint32_t sign = static_cast<uint32_t>(x.bits & 0x8u) << 28;
+    return detail::fp32_from_bits(
+        sign | detail::magnitude_to_fp32_bits<detail::encoding<float_e2m1_t>>(x.bits & 0x7u));
+  }
+};
+
+// ---- encode, round to nearest even ---------------------------------------------------------
+
+/// fp32 -> half_t, IEEE nearest even: overflow to infinity, NaN -> 0x7FFF.
+template <>
+struct Convert<half_t, float, round_nearest_even> {
+  REPLAYSSM_HOST_DEVICE static half_t apply(float v) { return detail::encode_nearest<half_t>(v); }
+};
+
+/// fp32 -> bfloat16_t, IEEE nearest even: overflow to infinity, NaN -> 0x7FFF.
+template <>
+struct Convert<bfloat16_t, float, round_nearest_even> {
+  REPLAYSSM_HOST_DEVICE static bfloat16_t apply(float v) {
+    return detail::encode_nearest<bfloat16_t>(v);
+  }
+};
+
+/// fp32 -> float_e4m3_t, nearest even, satfinite (|v| > 448 and +-inf -> +-448); NaN -> 0x7F.
+template <>
+struct Convert<float_e4m3_t, float, round_nearest_even> {
+  REPLAYSSM_HOST_DEVICE static float_e4m3_t apply(float v) {
+    return detail::encode_nearest<float_e4m3_t>(v);
+  }
+};
+
+/// fp32 -> float_ue4m3_t, nearest even, satfinite (v > 448 and +inf -> 448); negative
+/// inputs (-0 and -inf included) -> 0; NaN -> 0x7F.
+template <>
+struct Convert<float_ue4m3_t, float, round_nearest_even> {
+  REPLAYSSM_HOST_DEVICE static float_ue4m3_t apply(float v) {
+    const uint32_t bits = detail::fp32_bits(v);
+    if ((bits >> 31) != 0 && (bits & detail::fp32_abs_mask) <= detail::fp32_inf_bits) {
+      return float_ue4m3_t::from_bits(0);
+    }
+    return detail::encode_nearest<float_ue4m3_t>(v);
+  }
+};
+
+/// fp32 -> float_e2m1_t, nearest even, satfinite (|v| > 6 and +-inf -> +-6); NaN -> +6.
+template <>
+struct Convert<float_e2m1_t, float, round_nearest_even> {
+  REPLAYSSM_HOST_DEVICE static float_e2m1_t apply(float v) {
+    return detail::encode_nearest<float_e2m1_t>(v);
+  }
+};
+
+// ---- encode, stochastic (PTX cvt.rs) -------------------------------------------------------
+
+/// fp32 -> half_t with `cvt.rs.f16x2.f32` semantics; 13 random bits per element.
+template <>
+struct Convert<half_t, float, round_stochastic> {
+  static constexpr int random_bits = 13;
+  static constexpr int elems_per_word = 2;
+
+  /// The random field element `elem` of a packed group reads from `word`.
+  REPLAYSSM_HOST_DEVICE static uint32_t random_field(int elem, uint32_t word) {
+    return (word >> (16 * elem)) & 0x1FFFu;
+  }
+  /// Rounds v with the random field in bits 12..0 of rbits.
+  REPLAYSSM_HOST_DEVICE static half_t apply(float v, uint32_t rbits) {
+    using E = detail::encoding<half_t>;
+    return half_t::from_bits(static_cast<uint16_t>(
+        detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, E::nan_code)));
+  }
+  /// in[0], in[1] -> bits 15..0, 31..16 of the result.
+  REPLAYSSM_HOST_DEVICE static uint32_t apply_packed(const float* in, uint32_t word) {
+#if REPLAYSSM_HAS_HW_STOCHASTIC_ROUNDING
+    uint32_t packed;
+    // The ISA asks for zeros in bits 15..13 and 31..29; the mask makes both readings agree.
+    asm("cvt.rs.f16x2.f32 %0, %1, %2, %3;"
+        : "=r"(packed)
+        : "f"(in[1]), "f"(in[0]), "r"(word & 0x1FFF1FFFu));
+    return packed;
+#else
+    return detail::pack_stochastic<Convert, 16>(in, word);
+#endif
+  }
+};
+
+/// fp32 -> bfloat16_t with `cvt.rs.bf16x2.f32` semantics; 16 random bits per element.
+template <>
+struct Convert<bfloat16_t, float, round_stochastic> {
+  static constexpr int random_bits = 16;
+  static constexpr int elems_per_word = 2;
+
+  /// The random field element `elem` of a packed group reads from `word`.
+  REPLAYSSM_HOST_DEVICE static uint32_t random_field(int elem, uint32_t word) {
+    return (word >> (16 * elem)) & 0xFFFFu;
+  }
+  /// Rounds v with the random field in bits 15..0 of rbits.
+  REPLAYSSM_HOST_DEVICE static bfloat16_t apply(float v, uint32_t rbits) {
+    using E = detail::encoding<bfloat16_t>;
+    return bfloat16_t::from_bits(static_cast<uint16_t>(
+        detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, E::nan_code)));
+  }
+  /// in[0], in[1] -> bits 15..0, 31..16 of the result.
+  REPLAYSSM_HOST_DEVICE static uint32_t apply_packed(const float* in, uint32_t word) {
+#if REPLAYSSM_HAS_HW_STOCHASTIC_ROUNDING
+    uint32_t packed;
+    asm("cvt.rs.bf16x2.f32 %0, %1, %2, %3;" : "=r"(packed) : "f"(in[1]), "f"(in[0]), "r"(word));
+    return packed;
+#else
+    return detail::pack_stochastic<Convert, 16>(in, word);
+#endif
+  }
+};
+
+/// fp32 -> float_e4m3_t with `cvt.rs.satfinite.e4m3x4.f32` semantics; 16 random bits per
+/// element, two elements sharing each half of the word.
+template <>
+struct Convert<float_e4m3_t, float, round_stochastic> {
+  static constexpr int random_bits = 16;
+  static constexpr int elems_per_word = 4;
+
+  /// The random field element `elem` of a packed group reads from `word`.
+  REPLAYSSM_HOST_DEVICE static uint32_t random_field(int elem, uint32_t word) {
+    const uint32_t pair_bits = (elem < 2 ? word : word >> 16) & 0xFFFFu;
+    return (elem & 1) != 0 ? detail::bit_reverse16(pair_bits) : pair_bits;
+  }
+  /// Rounds v with the random field in bits 15..0 of rbits.
+  REPLAYSSM_HOST_DEVICE static float_e4m3_t apply(float v, uint32_t rbits) {
+    using E = detail::encoding<float_e4m3_t>;
+    const uint32_t nan_code = (detail::fp32_bits(v) >> 31) != 0 ? 0xFFu : 0x7Fu;
+    return float_e4m3_t::from_bits(static_cast<uint8_t>(
+        detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, nan_code)));
+  }
+  /// in[0] .. in[3] -> bytes 0 .. 3 of the result.
+  REPLAYSSM_HOST_DEVICE static uint32_t apply_packed(const float* in, uint32_t word) {
+#if REPLAYSSM_HAS_HW_STOCHASTIC_ROUNDING
+    uint32_t packed;
+    asm("cvt.rs.satfinite.e4m3x4.f32 %0, {%1, %2, %3, %4}, %5;"
+        : "=r"(packed)
+        : "f"(in[3]), "f"(in[2]), "f"(in[1]), "f"(in[0]), "r"(word));
+    return packed;
+#else
+    return detail::pack_stochastic<Convert, 8>(in, word);
+#endif
+  }
+};
+
+/// fp32 -> float_e2m1_t with `cvt.rs.satfinite.e2m1x4.f32` semantics; 8 random bits per
+/// element.
+template <>
+struct Convert<float_e2m1_t, float, round_stochastic> {
+  static constexpr int random_bits = 8;
+  static constexpr int elems_per_word = 4;
+
+  /// The random field element `elem` of a packed group reads from `word`: elements 0, 1
+  /// (PTX operands f, e) the low bytes of the two halves, elements 2, 3 (b, a) the high.
+  REPLAYSSM_HOST_DEVICE static uint32_t random_field(int elem, uint32_t word) {
+    const int byte = (elem & 1) * 2 + (elem >> 1);
+    return (word >> (8 * byte)) & 0xFFu;
+  }
+  /// Rounds v with the random field in bits 7..0 of rbits.
+  REPLAYSSM_HOST_DEVICE static float_e2m1_t apply(float v, uint32_t rbits) {
+    using E = detail::encoding<float_e2m1_t>;
+    return float_e2m1_t::from_bits(static_cast<uint8_t>(
+        detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, E::nan_code)));
+  }
+  /// in[0] .. in[3] -> nibbles 0 .. 3 (bits 3..0 .. 15..12) of the result.
+  REPLAYSSM_HOST_DEVICE static uint32_t apply_packed(const float* in, uint32_t word) {
+#if REPLAYSSM_HAS_HW_STOCHASTIC_ROUNDING
+    uint16_t packed;
+    asm("cvt.rs.satfinite.e2m1x4.f32 %0, {%1, %2, %3, %4}, %5;"
+        : "=h"(packed)
+        : "f"(in[3]), "f"(in[2]), "f"(in[1]), "f"(in[0]), "r"(word));
+    return packed;
+#else
+    return detail::pack_stochastic<Convert, 4>(in, word);
+#endif
+  }
+};
+
+}  // namespace replayssm

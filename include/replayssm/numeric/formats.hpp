@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file formats.hpp
+/// Layer 2: storage formats of a state tensor ("block formats").
+///
+/// ## The state-format concept
+///
+/// A state format is a struct with only static members, converting *chunks* of
+/// consecutive fp32 elements to and from bytes. Engines may write their own; a format F
+/// provides:
+///
+///     static constexpr const char* name;           // e.g. "nvfp4", for logs and describe()
+///     static constexpr int chunk_elems;            // elements converted together (one
+///                                                  // vector load); state rows are multiples
+///     static constexpr int block_elems;            // elements sharing one scale (1 = none);
+///                                                  // chunk_elems % block_elems == 0
+///     static constexpr int data_bytes_per_chunk;   // bytes of the data plane per chunk
+///     static constexpr int scale_bytes_per_chunk;  // bytes of the scale plane per chunk
+///     static constexpr int random_words_per_chunk; // 32-bit words a stochastic encode of
+///                                                  // one chunk consumes
+///     static constexpr double bytes_per_element;   // (data + scale bytes) / chunk_elems
+///     static constexpr bool is_exact_fp32;         // encode is the identity (fp32 only)
+///
+///     REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk,
+///                                              const uint8_t* scale_chunk,
+///                                              float (&out)[chunk_elems]);
+///     template <class Round>
+///     REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems],
+///                                              const uint32_t* rbits,
+///                                              uint8_t* data_chunk, uint8_t* scale_chunk);
+///
+/// `data_chunk` is aligned to data_bytes_per_chunk (the device pass loads it as one
+/// vector) and `scale_chunk` to scale_bytes_per_chunk; formats without a scale ignore
+/// `scale_chunk` (it may be null). `rbits` holds random_words_per_chunk words for
+/// `round_stochastic` and is ignored (may be null) for `round_nearest_even`. Encode and
+/// decode must give bit-identical results on host and device, so write them from
+/// correctly rounded operations and integer code only. `state_format_v<F>` checks the
+/// members for the policy layer's static_asserts.
+///
+/// ## The formats here
+///
+/// | format          | chunk | data B | scale B | bytes/elem | encode                       |
+/// |-----------------|-------|--------|---------|------------|------------------------------|
+/// | fp32_format     | 4     | 16     | 0       | 4          | identity                     |
+/// | fp16_format     | 8     | 16     | 0       | 2          | half_t, overflow to inf      |
+/// | bf16_format     | 8     | 16     | 0       | 2          | bfloat16_t                   |
+/// | fp8_e4m3_format | 16    | 16     | 4 (f32) | 1.25       | e4m3(v / s), s ~ amax / 448  |
+/// | nvfp4_format    | 16    | 8      | 1 (ue4m3)| 0.5625    | e2m1(v / s), s >= amax / 6   |
+///
+/// Every format takes 4 random words per chunk, one `cvt.rs` packed group per word
+/// (numeric/convert.hpp gives the bit layout). The scaled formats compute their scale
+/// deterministically from the block's amax; only the element values round stochastically.
+/// A block whose values lie on the grid of its own scale encodes back to itself under
+/// either rounding.
+///
+/// Non-finite values: fp16 and bf16 keep infinities and NaNs (NaN becomes 0x7FFF). In the
+/// scaled formats a block holding an infinity or a NaN gets a NaN scale (and fixed data
+/// codes), so all 16 of its elements decode as NaN: a blown-up state stays visible instead
+/// of being clamped. Encoded bytes never depend on the platform; the payload bits of a
+/// decoded NaN (a product with a NaN scale) may.
+///
+/// Results are bit-identical between host and device when device code is compiled
+/// without flush-to-zero (no --use_fast_math / -ftz=true): the scaled formats divide and
+/// multiply by scales that can be subnormal products.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "replayssm/config.hpp"
+#include "replayssm/numeric/convert.hpp"
+#include "replayssm/numeric/rounding.hpp"
+#include "replayssm/numeric/types.hpp"
+
+namespace replayssm {
+namespace detail {
+
+/// Loads N 32-bit words from `p`, aligned to 4 N bytes: one vector load on the device.
+template <int N>
+REPLAYSSM_HOST_DEVICE void load_words(const uint8_t* p, uint32_t (&w)[N]) {
+  static_assert(N == 1 || N == 2 || N == 4, "load_words: 1, 2 or 4 words");
+#if REPLAYSSM_DEVICE_PASS
+  if constexpr (N == 4) {
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+  } else if constexpr (N == 2) {
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+    w[0] = v.x, w[1] = v.y;
+  } else {
+    w[0] = *reinterpret_cast<const uint32_t*>(p);
+  }
+#else
+  std::memcpy(w, p, sizeof w);
+#endif
+}
+
+/// Stores N 32-bit words to `p`, aligned to 4 N bytes: one vector store on the device.
+template <int N>
+REPLAYSSM_HOST_DEVICE void store_words(uint8_t* p, const uint32_t (&w)[N]) {
+  static_assert(N == 1 || N == 2 || N == 4, "store_words: 1, 2 or 4 words");
+#if REPLAYSSM_DEVICE_PASS
+  if constexpr (N == 4) {
+    *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else if constexpr (N == 2) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+  } else {
+    *reinterpret_cast<uint32_t*>(p) = w[0];
+  }
+#else
+  std::memcpy(p, w, sizeof w);
+#endif
+}
+
+/// a * b rounded to nearest; never contracted into a fused multiply-add.
+REPLAYSSM_HOST_DEVICE float mul_rn(float a, float b) {
+#if REPLAYSSM_DEVICE_PASS
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+/// a / b rounded to nearest (IEEE division, also under --use_fast_math).
+REPLAYSSM_HOST_DEVICE float div_rn(float a, float b) {
+#if REPLAYSSM_DEVICE_PASS
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+/// fp32 bits of max |in[i]|, ordered as integers so that NaN > inf > every finite value.
+template <int N>
+REPLAYSSM_HOST_DEVICE uint32_t amax_bits(const float (&in)[N]) {
+  uint32_t amax = 0;
+  for (int i = 0; i < N; ++i) {
+    const uint32_t a = fp32_bits(in[i]) & fp32_abs_mask;
+    amax = a > amax ? a : amax;
+  }
+  return amax;
+}
+
+/// `Count` elements of `in` encoded to T and packed Width bits apart, element 0 lowest.
+/// Stochastic rounding converts them as one `cvt.rs` group from `random_word`.
+template <class T, int Width, int Count, class Round>
+REPLAYSSM_HOST_DEVICE uint32_t encode_group(const float* in, uint32_t random_word) {
+  if constexpr (Round::is_stochastic) {
+    using C = Convert<T, float, round_stochastic>;
+    static_assert(C::elems_per_word == Count, "encode_group: Count must match cvt.rs");
+    return C::apply_packed(in, random_word);
+  } else {
+    uint32_t packed = 0;
+    for (int i = 0; i < Count; ++i) {
+      packed |= static_cast<uint32_t>(Convert<T, float, Round>::apply(in[i]).bits) << (i * Width);
+    }
+    return packed;
+  }
+}
+
+/// The 16-bit formats: 8 elements, two per 32-bit word, element 2k in the low half.
+template <class T>
+struct half_width_format_body {
+  static constexpr int chunk_elems = 8;
+
+  REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk, float (&out)[chunk_elems]) {
+    uint32_t w[4];
+    load_words(data_chunk, w);
+    for (int k = 0; k < 4; ++k) {
+      out[2 * k] = Convert<float, T>::apply(T::from_bits(static_cast<uint16_t>(w[k])));
+      out[2 * k + 1] = Convert<float, T>::apply(T::from_bits(static_cast<uint16_t>(w[k] >> 16)));
+    }
+  }
+
+  template <class Round>
+  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits,
+                                           uint8_t* data_chunk) {
+    uint32_t w[4];
+    for (int k = 0; k < 4; ++k) {
+      w[k] = encode_group<T, 16, 2, Round>(in + 2 * k, Round::is_stochastic ? rbits[k] : 0u);
+    }
+    store_words(data_chunk, w);
+  }
+};
+
+}  // namespace detail
+
+/// fp32, unscaled and exact: encode is the identity whatever the rounding.
+struct fp32_format {
+  static constexpr const char* name = "fp32";
+  static constexpr int chunk_elems = 4;
+  static constexpr int block_elems = 1;
+  static constexpr int data_bytes_per_chunk = 16;
+  static constexpr int scale_bytes_per_chunk = 0;
+  static constexpr int random_words_per_chunk = 4;
+  static constexpr double bytes_per_element = 4.0;
+  static constexpr bool is_exact_fp32 = true;
+
+  REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk, const uint8_t* /*scale*/,
+                                           float (&out)[chunk_elems]) {
+    uint32_t w[4];
+    detail::load_words(data_chunk, w);
+    for (int i = 0; i < chunk_elems; ++i) out[i] = detail::fp32_from_bits(w[i]);
+  }
+
+  template <class Round>
+  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems],
+                                           const uint32_t* /*rbits*/, uint8_t* data_chunk,
+                                           uint8_t* /*scale*/) {
+    uint32_t w[4];
+    for (int i = 0; i < chunk_elems; ++i) w[i] = detail::fp32_bits(in[i]);
+    detail::store_words(data_chunk, w);
+  }
+};
+
+/// IEEE binary16, unscaled: overflow rounds to infinity, subnormals kept.
+struct fp16_format {
+  static constexpr const char* name = "fp16";
+  static constexpr int chunk_elems = 8;
+  static constexpr int block_elems = 1;
+  static constexpr int data_bytes_per_chunk = 16;
+  static constexpr int scale_bytes_per_chunk = 0;
+  static constexpr int random_words_per_chunk = 4;
+  static constexpr double bytes_per_element = 2.0;
+  static constexpr bool is_exact_fp32 = false;
+
+  REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk, const uint8_t* /*scale*/,
+                                           float (&out)[chunk_elems]) {
+    detail::half_width_format_body<half_t>::decode(data_chunk, out);
+  }
+
+  template <class Round>
+  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits,
+                                           uint8_t* data_chunk, uint8_t* /*scale*/) {
+    detail::half_width_format_body<half_t>::encode<Round>(in, rbits, data_chunk);
+  }
+};
+
+/// bfloat16, unscaled: fp32's range with 8 significant bits.
+struct bf16_format {
+  static constexpr const char* name = "bf16";
+  static constexpr int chunk_elems = 8;
+  static constexpr int block_elems = 1;
+  static constexpr int data_bytes_per_chunk = 16;
+  static constexpr int scale_bytes_per_chunk = 0;
+  static constexpr int random_words_per_chunk = 4;
+  static constexpr double bytes_per_element = 2.0;
+  static constexpr bool is_exact_fp32 = false;
+
+  REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk, const uint8_t* /*scale*/,
+                                           float (&out)[chunk_elems]) {
+    detail::half_width_format_body<bfloat16_t>::decode(data_chunk, out);
+  }
+
+  template <class Round>
+  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits,
+                                           uint8_t* data_chunk, uint8_t* /*scale*/) {
+    detail::half_width_format_body<bfloat16_t>::encode<Round>(in, rbits, data_chunk);
+  }
+};
+
+/// FP8 E4M3 with one fp32 scale per block of 16: element = e4m3 code * scale.
+///
+/// The scale is amax / 448 rounded up to 20 significant bits and raised to at least
+/// 2^-121. With 20 bits, code * scale is exact in fp32, so decoding is exact (and immune to
+/// multiply-add contraction) and a decoded block re-encodes to the same bytes under
+/// nearest even. Relative error per element: at most 2^-4 (nearest) or 2^-3 (stochastic)
+/// of |v|, or 2^-10 (2^-9) of the scale in the e4m3 subnormal range, i.e. for |v| below
+/// amax / 2^15. Blocks with amax below 448 * 2^-121 (about 1.7e-34) share the floor scale
+/// and lose precision; a block whose amax is within 2^-19 of FLT_MAX may decode its largest
+/// element as infinity. An all-zero block stores scale 0 and decodes to (signed) zeros.
+struct fp8_e4m3_format {
+  static constexpr const char* name = "fp8_e4m3";
+  static constexpr int chunk_elems = 16;
+  static constexpr int block_elems = 16;
+  static constexpr int data_bytes_per_chunk = 16;
+  static constexpr int scale_bytes_per_chunk = 4;
+  static constexpr int random_words_per_chunk = 4;
+  static constexpr double bytes_per_element = 1.25;
+  static constexpr bool is_exact_fp32 = false;
+  /// Four e4m3 NaN codes: the data of a block holding an infinity or a NaN.
+  static constexpr uint32_t nan_codes = 0x7F7F7F7Fu;
+
+  REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk, const uint8_t* scale_chunk,
+                                           float (&out)[chunk_elems]) {
+    uint32_t w[4];
+    uint32_t scale_word[1];
+    detail::load_words(data_chunk, w);
+    detail::load_words(scale_chunk, scale_word);
+    const float scale = detail::fp32_from_bits(scale_word[0]);
+    for (int i = 0; i < chunk_elems; ++i) {
+      const auto code = float_e4m3_t::from_bits(static_cast<uint8_t>(w[i / 4] >> (8 * (i % 4))));
+      out[i] = detail::mul_rn(Convert<float, float_e4m3_t>::apply(code), scale);
+    }
+  }
+
+  template <class Round>
+  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits,
+                                           uint8_t* data_chunk, uint8_t* scale_chunk) {
+    const uint32_t amax = detail::amax_bits(in);
+    const float scale = scale_for_amax(amax);
+    uint32_t w[4] = {nan_codes, nan_codes, nan_codes, nan_codes};
+    // A non-finite block is not divided: NaN quotients carry platform-dependent signs,
+    // which e4m3's stochastic NaN would keep.
+    if (amax < detail::fp32_inf_bits) {
+      // An all-zero block divides by one so that its zeros keep their signs.
+      const float divisor = amax == 0 ? 1.0f : scale;
+      float scaled[chunk_elems];
+      for (int i = 0; i < chunk_elems; ++i) scaled[i] = detail::div_rn(in[i], divisor);
+      for (int k = 0; k < 4; ++k) {
+        w[k] = detail::encode_group<float_e4m3_t, 8, 4, Round>(
+            scaled + 4 * k, Round::is_stochastic ? rbits[k] : 0u);
+      }
+    }
+    detail::store_words(data_chunk, w);
+    const uint32_t scale_word[1] = {detail::fp32_bits(scale)};
+    detail::store_words(scale_chunk, scale_word);
+  }
+
+  /// The block scale for the fp32 bits `amax` of max |v|: NaN when amax is not finite, 0
+  /// for an all-zero block, else amax / 448 rounded up to 20 significant bits, >= 2^-121.
+  REPLAYSSM_HOST_DEVICE static float scale_for_amax(uint32_t amax) {
+    if (amax >= detail::fp32_inf_bits) return detail::fp32_from_bits(detail::fp32_quiet_nan_bits);
+    if (amax == 0) return 0.0f;
+    // 2^-121: the least scale whose 20-bit multiples by e4m3 codes (down to 2^-9) stay
+    // exact, i.e. do not drop below fp32's 2^-149 resolution.
+    constexpr uint32_t min_scale_bits = 6u << 23;
+    const uint32_t quotient =
+        detail::fp32_bits(detail::div_rn(detail::fp32_from_bits(amax), 448.0f));
+    // Rounding the bit pattern up to a multiple of 16 keeps 20 significant bits; a carry
+    // into the exponent field is the correct next binade.
+    const uint32_t rounded = (quotient + 0xFu) & ~0xFu;
+    return detail::fp32_from_bits(rounded > min_scale_bits ? rounded : min_scale_bits);
+  }
+};
+
+/// NVFP4: FP4 E2M1 elements with one unsigned-E4M3 scale per block of 16: element = e2m1
+/// code * scale. Data: 8 bytes, two codes per byte, element 2i in the low nibble.
+///
+/// The scale is the smallest ue4m3 value s with 6 s >= amax (amax / 6 rounded up), so no
+/// element saturates unless amax > 6 * 448 = 2688; larger blocks clamp to +-2688. There is
+/// no second-level (per-tensor) scale, so the dynamic range is the scale's: full 3-bit
+/// scale precision needs amax in [6 * 2^-6, 2688] (about [0.094, 2688]); below it the scale
+/// is subnormal (coarser, at worst 2x amax / 6) and floors at 2^-9, so elements under
+/// 2^-11 flush to zero. Error per element: at most s (nearest) or 2 s (stochastic), where
+/// s < 8/7 amax / 6 whenever s is normal (s >= 2^-6). Decoding is exact, and with a normal
+/// scale a decoded block re-encodes to the same bytes under nearest even; with a
+/// subnormal one the amax element may round below 6 and the next encode picks a smaller
+/// scale. An all-zero block stores scale 0 and decodes to (signed) zeros; a non-finite
+/// block stores the NaN scale 0x7F.
+struct nvfp4_format {
+  static constexpr const char* name = "nvfp4";
+  static constexpr int chunk_elems = 16;
+  static constexpr int block_elems = 16;
+  static constexpr int data_bytes_per_chunk = 8;
+  static constexpr int scale_bytes_per_chunk = 1;
+  static constexpr int random_words_per_chunk = 4;
+  static constexpr double bytes_per_element = 0.5625;
+  static constexpr bool is_exact_fp32 = false;
+
+  REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk, const uint8_t* scale_chunk,
+                                           float (&out)[chunk_elems]) {
+    uint32_t w[2];
+    detail::load_words(data_chunk, w);
+    const float scale =
+        Convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(scale_chunk[0]));
+    for (int i = 0; i < chunk_elems; ++i) {
+      const auto code =
+          float_e2m1_t::from_bits(static_cast<uint8_t>((w[i / 8] >> (4 * (i % 8))) & 0xFu));
+      out[i] = detail::mul_rn(Convert<float, float_e2m1_t>::apply(code), scale);
+    }
+  }
+
+  template <class Round>
+  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits,
+                                           uint8_t* data_chunk, uint8_t* scale_chunk) {
+    const uint32_t amax = detail::amax_bits(in);
+    const float_ue4m3_t scale_code = scale_for_amax(amax);
+    uint32_t w[2] = {0u, 0u};
+    // A non-finite block keeps zero codes under its NaN scale (see fp8_e4m3_format).
+    if (amax < detail::fp32_inf_bits) {
+      // A zero scale means an all-zero block: divide by one so its zeros keep their signs.
+      const float divisor =
+          scale_code.bits == 0 ? 1.0f : Convert<float, float_ue4m3_t>::apply(scale_code);
+      float scaled[chunk_elems];
+      for (int i = 0; i < chunk_elems; ++i) scaled[i] = detail::div_rn(in[i], divisor);
+      for (int k = 0; k < 2; ++k) {
+        const float* group = scaled + 8 * k;
+        const uint32_t lo = detail::encode_group<float_e2m1_t, 4, 4, Round>(
+            group, Round::is_stochastic ? rbits[2 * k] : 0u);
+        const uint32_t hi = detail::encode_group<float_e2m1_t, 4, 4, Round>(
+            group + 4, Round::is_stochastic ? rbits[2 * k + 1] : 0u);
+        w[k] = lo | (hi << 16);
+      }
+    }
+    detail::store_words(data_chunk, w);
+    scale_chunk[0] = scale_code.bits;
+  }
+
+  /// The block scale for the fp32 bits `amax` of max |v|: NaN (0x7F) when amax is not
+  /// finite, 0 for an all-zero block, else the smallest ue4m3 s with 6 s >= amax, capped
+  /// at 448.
+  REPLAYSSM_HOST_DEVICE static float_ue4m3_t scale_for_amax(uint32_t amax) {
+    if (amax >= detail::fp32_inf_bits) return float_ue4m3_t::from_bits(0x7F);
+    if (amax == 0) return float_ue4m3_t::from_bits(0);
+    const float amax_value = detail::fp32_from_bits(amax);
+    float_ue4m3_t s = detail::encode_ue4m3_upward(detail::div_rn(amax_value, 6.0f));
+    // amax / 6 was rounded to fp32 first (possibly down, or to zero); 6 s is exact, so
+    // this comparison settles it.
+    const float six_s = 6.0f * Convert<float, float_ue4m3_t>::apply(s);
+    if (six_s < amax_value && s.bits < 0x7E)
+      s = float_ue4m3_t::from_bits(static_cast<uint8_t>(s.bits + 1));
+    return s;
+  }
+};
+
+namespace detail {
+
+template <class F, class = void>
+struct has_state_format_members : std::false_type {};
+
+template <class F>
+struct has_state_format_members<
+    F, std::void_t<
+           decltype(F::name), decltype(F::chunk_elems), decltype(F::block_elems),
+           decltype(F::data_bytes_per_chunk), decltype(F::scale_bytes_per_chunk),
+           decltype(F::random_words_per_chunk), decltype(F::bytes_per_element),
+           decltype(F::is_exact_fp32),
+           decltype(F::decode(std::declval<const uint8_t*>(), std::declval<const uint8_t*>(),
+                              std::declval<float (&)[F::chunk_elems]>())),
+           decltype(F::template encode<round_nearest_even>(
+               std::declval<const float (&)[F::chunk_elems]>(), std::declval<const uint32_t*>(),
+               std::declval<uint8_t*>(), std::declval<uint8_t*>())),
+           decltype(F::template encode<round_stochastic>(
+               std::declval<const float (&)[F::chunk_elems]>(), std::declval<const uint32_t*>(),
+               std::declval<uint8_t*>(), std::declval<uint8_t*>()))>> : std::true_type {};
+
+template <class F>
+constexpr bool state_format_shape_ok() {
+  if constexpr (has_state_format_members<F>::value) {
+    return F::chunk_elems > 0 && F::block_elems > 0 && F::chunk_elems % F::block_elems == 0 &&
+           F::data_bytes_per_chunk > 0 && F::scale_bytes_per_chunk >= 0 &&
+           F::random_words_per_chunk >= 0;
+  } else {
+    return false;
+  }
+}
+
+}  // namespace detail
+
+/// True when F models the state-format concept above: all members present with callable
+/// decode / encode<round_nearest_even> / encode<round_stochastic>, and a consistent shape
+/// (positive chunk and block sizes, chunk_elems % block_elems == 0).
+template <class F>
+struct is_state_format : std::bool_constant<detail::state_format_shape_ok<F>()> {};
+
+/// \copydoc is_state_format
+template <class F>
+inline constexpr bool state_format_v = is_state_format<F>::value;
+
+}  // namespace replayssm
