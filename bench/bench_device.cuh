@@ -97,14 +97,15 @@ __global__ void read_kernel(const float4* in, size_t n, float* sink) {
   if (acc == 1.2345f) *sink = acc;  // keeps the loads; never true on the random data
 }
 
-/// Median milliseconds of `reps` runs of `work` on the default stream, timed with events.
+/// Median milliseconds of `reps` runs of `work` on the default stream, timed with events,
+/// after one untimed warm-up run when `warm_up`.
 template <class Work>
-double median_ms(int reps, Work work) {
+double median_ms(int reps, Work work, bool warm_up = true) {
   cudaEvent_t a, b;
   cuda_check(cudaEventCreate(&a), "event");
   cuda_check(cudaEventCreate(&b), "event");
   std::vector<double> ms;
-  work();  // warm-up
+  if (warm_up) work();
   for (int r = 0; r < reps; ++r) {
     cudaEventRecord(a);
     work();

@@ -188,9 +188,9 @@ void bm_flush_and_read(benchmark::State& state, mamba2_layer_shape shape) {
   std::vector<double> flush, read;
   for (auto _ : state) {
     layer.set_cursors(Policy::window - 1);
-    flush.push_back(median_ms(1, [&] { layer.step(nullptr); }));
+    flush.push_back(median_ms(1, [&] { layer.step(nullptr); }, false));
     layer.set_cursors(0);
-    read.push_back(median_ms(1, [&] { layer.step(nullptr); }));
+    read.push_back(median_ms(1, [&] { layer.step(nullptr); }, false));
     state.SetIterationTime((flush.back() + read.back()) * 1e-3);
   }
   std::sort(flush.begin(), flush.end());

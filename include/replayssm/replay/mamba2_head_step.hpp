@@ -84,16 +84,25 @@ struct mamba2_head_state {
 template <class Policy>
 struct mamba2_scratch_layout {
   static constexpr int window = Policy::window;
-  static constexpr int rows_per_item = 4;
+  /// Rows are padded to a multiple of this (the largest rows_per_item).
+  static constexpr int row_block = 8;
+  /// Rows one work item handles: 32 state values in registers, so that each thread has
+  /// several independent loads in flight (4 rows of fp32 chunks: 2.3 TB/s in a read step on
+  /// the H200; 8 rows: 3.4 TB/s).
+  template <int K>
+  static constexpr int rows_per_item = K >= 16 ? 2 : (K >= 8 ? 4 : 8);
   static constexpr int min_chunk = Policy::read_format::chunk_elems < Policy::checkpoint_format::chunk_elems
                                        ? Policy::read_format::chunk_elems
                                        : Policy::checkpoint_format::chunk_elems;
-  int32_t padded_rows, log_decay, scale, coef, C, partial, xw, Bw, bc_partial, weight, window_sum,
+  int32_t padded_rows, partial_stride, log_decay, scale, coef, C, partial, xw, Bw, bc_partial, weight, window_sum,
       total;
 
   REPLAYSSM_HOST_DEVICE static mamba2_scratch_layout make(mamba2_shape s) {
     mamba2_scratch_layout l{};
-    l.padded_rows = (s.head_dim + rows_per_item - 1) / rows_per_item * rows_per_item;
+    l.padded_rows = (s.head_dim + row_block - 1) / row_block * row_block;
+    // Odd, so that the per-row sums (one thread per row) read distinct banks: a stride of
+    // 32 floats put every row on one bank.
+    l.partial_stride = s.state_dim / min_chunk + 1;
     int32_t at = 0;
     auto take = [&at](int32_t n) {
       const int32_t start = at;
@@ -104,10 +113,11 @@ struct mamba2_scratch_layout {
     l.scale = take(window);
     l.coef = take(window + 1);
     l.C = take(s.state_dim);
-    l.partial = take(l.padded_rows * (s.state_dim / min_chunk));
-    // A flush needs xw and Bw; a read step needs the B.C partials, weights and window sums.
-    const int32_t shared_start = at;
+    l.partial = take(l.padded_rows * l.partial_stride);
+    // Window x: coef_j x_j for a flush, x_j for a read step.
     l.xw = take(window * l.padded_rows);
+    // A flush needs Bw; a read step the B.C partials, weights and window sums.
+    const int32_t shared_start = at;
     l.Bw = take(window * s.state_dim);
     const int32_t flush_end = at;
     at = shared_start;
@@ -179,6 +189,19 @@ REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_
     scratch[l.log_decay + j] = mamba2::log_decay(dt, in.A);
   });
   ex.for_each(shape.state_dim, [&](int n) { scratch[l.C + n] = detail::load_act(in.C, n); });
+  if (!plan.flush) {
+    // A read step stages the window's x here, in the same memory latency: reading it per row
+    // in the window sum serialized one latency per entry (365 against 303 us per read step
+    // at batch 256 and k = 16 against k = 1 on the H200).
+    const int32_t Pp = l.padded_rows;
+    ex.for_each(k * Pp, [&](int i) {
+      const int j = i / Pp, p = i % Pp;
+      float x = 0.0f;
+      if (p < shape.head_dim)
+        x = j < k - 1 ? detail::load_act(st.window_x + j * st.window_x_stride, p) : detail::load_act(in.x, p);
+      scratch[l.xw + i] = x;
+    });
+  }
   ex.sync();
   ex.for_each(k + 1, [&](int j) {
     scratch[l.coef + j] = j < k ? window_coefficient(scratch + l.log_decay, scratch + l.scale, j, k)
@@ -189,7 +212,7 @@ REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_
 
 /// Flush: forms the state after the window, writes the checkpoint (and a separate read
 /// copy) through the policy's formats and rounding, and leaves per-chunk partial sums of
-/// S C in scratch. Rows are processed four at a time, columns a chunk of the wider format.
+/// S C in scratch. A work item is a few rows by a chunk of the wider format.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                       const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
@@ -200,12 +223,12 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
   constexpr int Kc = ckpt_format::chunk_elems;
   constexpr int Kr = read_format::chunk_elems;
   constexpr int KI = Policy::shared_state ? Kc : (Kc > Kr ? Kc : Kr);
-  constexpr int R = mamba2_scratch_layout<Policy>::rows_per_item;
-  const int32_t P = shape.head_dim, N = shape.state_dim, P4 = l.padded_rows, k = plan.k;
+  constexpr int R = mamba2_scratch_layout<Policy>::template rows_per_item<KI>;
+  const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, k = plan.k;
 
   // Stage coef_j x_j (rows padded with zeros) and B_j as floats.
-  ex.for_each(k * P4, [&](int i) {
-    const int j = i / P4, p = i % P4;
+  ex.for_each(k * Pp, [&](int i) {
+    const int j = i / Pp, p = i % Pp;
     float x = 0.0f;
     if (p < P) x = j < k - 1 ? detail::load_act(st.window_x + j * st.window_x_stride, p)
                              : detail::load_act(in.x, p);
@@ -222,7 +245,7 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
   const int32_t columns = N / KI;
   random_stream_key key = st.key;
   key.flush_index = plan.flushes;
-  ex.for_each(P4 / R * columns, [&](int item) {
+  ex.for_each(Pp / R * columns, [&](int item) {
     const int32_t r0 = item / columns * R, col = item % columns, n0 = col * KI;
     float s[R][KI];
     for (int r = 0; r < R; ++r) {
@@ -234,12 +257,12 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
     }
     for (int j = 0; j < k; ++j) {
       const float* b = scratch + l.Bw + j * N + n0;
-      const float* x = scratch + l.xw + j * P4 + r0;
+      const float* x = scratch + l.xw + j * Pp + r0;
       for (int r = 0; r < R; ++r)
         for (int e = 0; e < KI; ++e) s[r][e] = math::fma(x[r], b[e], s[r][e]);
     }
     for (int r = 0; r < R && r0 + r < P; ++r) {
-      scratch[l.partial + (r0 + r) * columns + col] = detail::dot_chunk(s[r], scratch + l.C + n0);
+      scratch[l.partial + (r0 + r) * l.partial_stride + col] = detail::dot_chunk(s[r], scratch + l.C + n0);
       for (int q = 0; q < KI / Kc; ++q) {
         float chunk[Kc];
         for (int e = 0; e < Kc; ++e) chunk[e] = s[r][q * Kc + e];
@@ -268,8 +291,8 @@ REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_inputs<Ac
                                      float* scratch) {
   using read_format = typename Policy::read_format;
   constexpr int Kr = read_format::chunk_elems;
-  constexpr int R = mamba2_scratch_layout<Policy>::rows_per_item;
-  const int32_t P = shape.head_dim, N = shape.state_dim, P4 = l.padded_rows, k = plan.k;
+  constexpr int R = mamba2_scratch_layout<Policy>::template rows_per_item<Kr>;
+  const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, k = plan.k;
   const int32_t blocks16 = N / 16, columns = N / Kr;
   const auto& view = [&]() -> const auto& {
     if constexpr (Policy::shared_state) return st.checkpoint; else return st.read_copy;
@@ -280,14 +303,14 @@ REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_inputs<Ac
     const Act* B = j < k - 1 ? st.window_B + j * st.window_B_stride : in.B;
     scratch[l.bc_partial + i] = detail::dot16(B + cb * 16, scratch + l.C + cb * 16);
   });
-  ex.for_each(P4 / R * columns, [&](int item) {
+  ex.for_each(Pp / R * columns, [&](int item) {
     const int32_t r0 = item / columns * R, col = item % columns;
     float s[R][Kr];
     for (int r = 0; r < R; ++r) {
       if (r0 + r < P) view.load((r0 + r) * columns + col, s[r]);
     }
     for (int r = 0; r < R && r0 + r < P; ++r)
-      scratch[l.partial + (r0 + r) * columns + col] = detail::dot_chunk(s[r], scratch + l.C + col * Kr);
+      scratch[l.partial + (r0 + r) * l.partial_stride + col] = detail::dot_chunk(s[r], scratch + l.C + col * Kr);
   });
   ex.sync();
   ex.for_each(k, [&](int j) {
@@ -298,11 +321,7 @@ REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_inputs<Ac
   ex.sync();
   ex.for_each(P, [&](int p) {
     float acc = 0.0f;
-    for (int j = 0; j < k; ++j) {
-      const float x = j < k - 1 ? detail::load_act(st.window_x + j * st.window_x_stride, p)
-                                : detail::load_act(in.x, p);
-      acc = math::fma(scratch[l.weight + j], x, acc);
-    }
+    for (int j = 0; j < k; ++j) acc = math::fma(scratch[l.weight + j], scratch[l.xw + j * Pp + p], acc);
     scratch[l.window_sum + p] = acc;
   });
   ex.sync();
@@ -322,7 +341,7 @@ REPLAYSSM_HOST_DEVICE void write_outputs(const Exec& ex, const mamba2_head_input
   const int32_t columns = shape.state_dim / (plan.flush ? KI : Kr);
   ex.for_each(shape.head_dim, [&](int p) {
     float state_term = 0.0f;
-    for (int c = 0; c < columns; ++c) state_term = math::add(state_term, scratch[l.partial + p * columns + c]);
+    for (int c = 0; c < columns; ++c) state_term = math::add(state_term, scratch[l.partial + p * l.partial_stride + c]);
     float window_term = 0.0f;
     if (!plan.flush) {
       state_term = math::mul(scratch[l.coef + plan.k], state_term);
