@@ -245,7 +245,21 @@ void register_format(const model_shape& m) {
   reg("replay" + tail + "/W32", bm_step<replay_policy<32, Format>>);
 }
 
+/// Separate read copies (issue targets at batch 256 against the FP32 write-back step).
+void register_split(const model_shape& m) {
+  auto reg = [&](const std::string& name, auto fn) {
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), fn, m.shape);
+    for (int64_t batch : batches) b->Arg(batch);
+    b->ArgName("batch")->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.05);
+  };
+  const std::string tail = std::string("/") + m.name;
+  reg("replay" + tail + "/read_nvfp4_ckpt_fp16_sr/W16", bm_step<replay_policy<16, nvfp4_format, fp16_format, round_stochastic>>);
+  reg("replay" + tail + "/read_fp16_ckpt_fp32_sr/W16", bm_step<replay_policy<16, fp16_format, fp32_format, round_stochastic>>);
+  reg("replay" + tail + "/read_fp8_ckpt_fp16_sr/W16", bm_step<replay_policy<16, fp8_e4m3_format, fp16_format, round_stochastic>>);
+}
+
 void register_all() {
+  register_split(nano);
   for (const model_shape& m : {nano, super}) {
     register_format<fp32_format>(m);
     register_format<fp16_format>(m);

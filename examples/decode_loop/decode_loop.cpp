@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -394,7 +395,7 @@ int run(const options& o) {
   }
 
   const bool dump = !o.dump.empty();
-  std::vector<float> outputs_naive, outputs_replay, inputs_x;
+  std::vector<float> outputs_naive, outputs_replay;
   std::vector<int32_t> token_log;
   double max_err = 0, naive_seconds = 0, replay_seconds = 0;
   using clock = std::chrono::steady_clock;
@@ -437,6 +438,7 @@ int run(const options& o) {
               mem.read_copy_total(), mem.window_total());
 
   if (dump) {
+    std::filesystem::create_directories(o.dump);
     const std::string dir = o.dump + "/";
     const size_t L = size_t(o.layers), T = size_t(o.steps);
     write_npy(dir + "tokens.npy", token_log, {T, batch});
@@ -467,7 +469,8 @@ int run(const options& o) {
   }
   std::printf("replay_vs_naive_max_rel_err=%.3e steps=%d mode=%s\n", max_err, o.steps,
               describe<replay_mode>().c_str());
-  return 0;
+  // With an fp32 state replay agrees with write-back to float rounding; more is a defect.
+  return max_err <= 1e-5 ? 0 : 1;
 }
 
 }  // namespace

@@ -72,6 +72,15 @@ TEST_CASE("gpu and cpu steps are bit-identical", "[gpu][mamba2]") {
   require_bit_identical<writeback_policy<fp32_format>, half_t>({{4, 64, 64, 2}, 3, 5, false, true, 53}, 10);
 }
 
+TEST_CASE("stochastic-rounding states are bit-identical on cpu and gpu after 64 flushes", "[gpu][precision]") {
+  // W = 4 and 260 steps: every slot flushes 64 times or more.
+  require_bit_identical<replay_policy<4, nvfp4_format, fp16_format, round_stochastic>, bfloat16_t>(
+      {{4, 24, 64, 2}, 3, 5, true, true, 54}, 260);
+  require_bit_identical<replay_policy<4, fp8_e4m3_format, bf16_format, round_stochastic>, float>(
+      {{2, 17, 48, 1}, 3, 5, true, true, 55}, 260);
+  require_bit_identical<writeback_policy<fp16_format, round_stochastic>, float>({{4, 32, 64, 2}, 3, 5, true, true, 56}, 64);
+}
+
 TEST_CASE("the device reports bad slots and cursors and skips their rows", "[gpu][validation]") {
   using policy = replay_policy<8, fp32_format>;
   const mamba2_case c{{4, 16, 32, 2}, 2, 3, true, true, 5};

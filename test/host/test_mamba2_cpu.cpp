@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CPU decode steps against the float64 reference: naive and replay, many windows,
 // model shapes and odd shapes, staggered flushes.
+#include <cmath>
+
 #include "../support/mamba2_scenario.hpp"
 
 using namespace replayssm;
@@ -53,4 +55,61 @@ TEST_CASE("an fp32 checkpoint after a flush is exact to fp32 rounding", "[cpu][m
                                                                    {1e-5, 1e-5});
   // bf16-level agreement would be 1e-3; fp32 rounding over 160 steps stays near 1e-6.
   CHECK(r.max_state_error < 5e-6);
+}
+
+namespace {
+
+/// Half an ulp relative to the largest magnitude of a block, per format: the worst
+/// relative error of one rounding. NVFP4 has one mantissa bit (2^-2); FP8 E4M3 three
+/// (2^-4); BF16 eight (2^-8 with the implicit bit); FP16 eleven.
+template <class Format>
+constexpr double unit_roundoff() {
+  if constexpr (std::is_same_v<Format, fp32_format>) return 0x1p-24;
+  else if constexpr (std::is_same_v<Format, fp16_format>) return 0x1p-11;
+  else if constexpr (std::is_same_v<Format, bf16_format>) return 0x1p-8;
+  else if constexpr (std::is_same_v<Format, fp8_e4m3_format>) return 0x1p-4;
+  else return 0x1p-2;
+}
+
+/// Bounds of a policy over `windows` windows: outputs read the read copy once (its
+/// roundoff, times 2 for the cancellation in S C) on top of the checkpoint's error; the
+/// checkpoint accumulates one rounding per flush, as a random walk under stochastic
+/// rounding and at most linearly under nearest even.
+template <class Policy>
+tolerances split_bounds(int windows) {
+  const double u_read = unit_roundoff<typename Policy::read_format>();
+  const double u_ckpt = unit_roundoff<typename Policy::checkpoint_format>();
+  const double growth = Policy::rounding::is_stochastic ? std::sqrt(double(windows)) : double(windows);
+  const double state = std::max(4 * u_ckpt * growth, 1e-5);
+  return {2 * u_read + 2 * state + 1e-5, state};
+}
+
+template <class Read, class Checkpoint, class Rounding>
+void split_scenario() {
+  using policy = replay_policy<16, Read, Checkpoint, Rounding>;
+  const int windows = 8;
+  INFO(describe<policy>());
+  cpu_scenario<policy, float>({{4, 24, 64, 2}, 3, 5, true, true, 61}, windows, true, split_bounds<policy>(windows));
+}
+
+template <class Checkpoint, class Rounding, class... Reads>
+void split_scenarios() {
+  (split_scenario<Reads, Checkpoint, Rounding>(), ...);
+}
+
+}  // namespace
+
+TEST_CASE("every read, checkpoint and rounding combination stays within its bound", "[cpu][mamba2][precision]") {
+  SECTION("fp32 checkpoint") {
+    split_scenarios<fp32_format, round_nearest_even, fp16_format, bf16_format, fp8_e4m3_format, nvfp4_format>();
+    split_scenarios<fp32_format, round_stochastic, fp16_format, bf16_format, fp8_e4m3_format, nvfp4_format>();
+  }
+  SECTION("fp16 checkpoint") {
+    split_scenarios<fp16_format, round_nearest_even, fp16_format, fp8_e4m3_format, nvfp4_format>();
+    split_scenarios<fp16_format, round_stochastic, fp16_format, fp8_e4m3_format, nvfp4_format>();
+  }
+  SECTION("bf16 checkpoint") {
+    split_scenarios<bf16_format, round_nearest_even, bf16_format, fp8_e4m3_format, nvfp4_format>();
+    split_scenarios<bf16_format, round_stochastic, bf16_format, fp8_e4m3_format, nvfp4_format>();
+  }
 }
