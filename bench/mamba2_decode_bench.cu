@@ -245,7 +245,7 @@ void register_format(const model_shape& m) {
   reg("replay" + tail + "/W32", bm_step<replay_policy<32, Format>>);
 }
 
-/// Separate read copies (issue targets at batch 256 against the FP32 write-back step).
+/// Separate read copies, compared against the FP32 write-back step.
 void register_split(const model_shape& m) {
   auto reg = [&](const std::string& name, auto fn) {
     auto* b = benchmark::RegisterBenchmark(name.c_str(), fn, m.shape);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Policies: description text, shared/separate detection, the traffic model of DESIGN.md.
+// Policies: description text, shared/separate detection, the traffic model.
 #include <replayssm/diagnostics/memory.hpp>
 #include <replayssm/policy/policy.hpp>
 #include <replayssm/policy/traffic.hpp>
@@ -25,7 +25,7 @@ TEST_CASE("shared and write-back modes are derived from the parameters", "[polic
 TEST_CASE("the traffic model follows the bytes each mode moves", "[policy]") {
   // Conventional FP32: read and write 4 bytes per element.
   CHECK(state_traffic_per_step<writeback_policy<fp32_format>>().total() == Approx(8.0));
-  // Replay FP32 shared, W=16: read 4, write 4/16 (DESIGN.md table: 4.25).
+  // Replay FP32 shared, W=16: read 4, write 4/16 (4.25 bytes per element).
   CHECK(state_traffic_per_step<replay_policy<16, fp32_format>>().total() == Approx(4.25));
   // FP16 read copy + FP32 checkpoint: the flush step reads the checkpoint instead of the
   // read copy, so 2 + (4 - 2)/16 read and (4 + 2)/16 written.

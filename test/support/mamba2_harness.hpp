@@ -31,7 +31,7 @@ struct alignas(16) block16 {
 };
 inline std::vector<block16> aligned_bytes(size_t n) { return std::vector<block16>((n + 15) / 16); }
 
-/// Random step inputs in `Act`, realistic Mamba statistics (DESIGN.md and issue 5):
+/// Random step inputs in `Act`, with the statistics of a Mamba layer at initialization:
 /// unit-variance x, z, B, C; dt after softplus between about 1e-3 and 1e-1.
 template <class Act>
 struct mamba2_inputs_host {

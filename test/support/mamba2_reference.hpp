@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Float64 reference of the conventional Mamba-2 decode step, written from DESIGN.md
-// section 2 independently of the library's primitives.
+// Float64 reference of the conventional Mamba-2 decode step, written from the recurrence
+// itself, independently of the library's primitives.
 #pragma once
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file rounding.hpp
-/// Layer 1: rounding-mode tags, passed as the `Round` parameter of `Convert` and of a
+/// Layer 2: rounding-mode tags, passed as the `Round` parameter of `Convert` and of a
 /// state format's `encode`.
 #pragma once
 

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Tables and the speedup plot of docs/benchmarks.md, from mamba2_decode_bench's JSON.
+
+usage: python3 bench/report.py RESULTS.json [--plot docs/speedup.png]
+Prints Markdown tables to stdout; with --plot writes a PNG of speedup against batch size.
+"""
+import argparse
+import json
+import re
+from collections import defaultdict
+
+NAME = re.compile(r"^(?P<kind>[a-z_]+)/(?P<shape>nano|super)/(?P<mode>[a-z0-9_]+)(?:/(?P<window>W\d+))?/batch:(?P<batch>\d+)")
+
+
+def load(path):
+    with open(path) as f:
+        data = json.load(f)
+    rows = {}
+    for b in data["benchmarks"]:
+        m = NAME.match(b["name"])
+        if m:
+            key = (m["kind"], m["shape"], m["mode"], m["window"] or "", int(m["batch"]))
+            rows[key] = b
+    return data["context"], rows
+
+
+def us(b):
+    return b.get("median_us", b["real_time"])
+
+
+def step_tables(rows, shape, mode):
+    batches = sorted({k[4] for k in rows if k[1] == shape and k[2] == mode and k[0] == "naive"})
+    out = [f"\n**{shape}, state {mode}, BF16 inputs** (median us per step; replay = mean over whole windows)\n",
+           "| batch | naive us | naive % copy | W8 us | W16 us | W16 GB/s | W16 % copy | W16 % read | W32 us | speedup W8 | speedup W16 | speedup W32 |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in batches:
+        naive = rows[("naive", shape, mode, "", n)]
+        rep = {w: rows.get(("replay", shape, mode, w, n)) for w in ("W8", "W16", "W32")}
+        w16 = rep["W16"]
+        out.append(f"| {n} | {us(naive):.1f} | {naive['pct_copy_bw']:.1f} | {us(rep['W8']):.1f} | {us(w16):.1f} | "
+                   f"{w16['GBps']:.0f} | {w16['pct_copy_bw']:.1f} | {w16['pct_read_bw']:.1f} | {us(rep['W32']):.1f} | "
+                   f"{us(naive) / us(rep['W8']):.2f} | {us(naive) / us(w16):.2f} | {us(naive) / us(rep['W32']):.2f} |")
+    return "\n".join(out)
+
+
+def flush_table(rows, shape):
+    out = [f"\n**{shape}, FP32 state, W=16: flush and read steps alone, and staggered flushes**\n",
+           "| batch | naive us | flush us | flush / naive | read step us (k=1) | staggered mean us | staggered p99 us | p99 / mean |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in sorted({k[4] for k in rows if k[0] == "flush_and_read" and k[1] == shape}):
+        f = rows[("flush_and_read", shape, "fp32", "W16", n)]
+        s = rows[("staggered", shape, "fp32", "W16", n)]
+        naive = us(rows[("naive", shape, "fp32", "", n)])
+        out.append(f"| {n} | {naive:.1f} | {f['flush_us']:.1f} | {f['flush_us'] / naive:.2f} | {f['read_us']:.1f} | "
+                   f"{s['mean_us']:.1f} | {s['p99_us']:.1f} | {s['p99_over_mean']:.3f} |")
+    return "\n".join(out)
+
+
+def split_table(rows, shape):
+    modes = sorted({k[2] for k in rows if k[1] == shape and k[2].startswith("read_")})
+    out = [f"\n**{shape}, separate read copy and checkpoint, W=16, stochastic rounding**\n",
+           "| mode | batch | us per step | GB/s (own byte model) | % copy | speedup vs naive FP32 |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for mode in modes:
+        for n in sorted({k[4] for k in rows if k[2] == mode}):
+            r = rows[("replay", shape, mode, "W16", n)]
+            naive = us(rows[("naive", shape, "fp32", "", n)])
+            out.append(f"| {mode} | {n} | {us(r):.1f} | {r['GBps']:.0f} | {r['pct_copy_bw']:.1f} | {naive / us(r):.2f} |")
+    return "\n".join(out)
+
+
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for shape in ("nano", "super"):
+        for mode in ("fp32", "bf16"):
+            batches = sorted({k[4] for k in rows if k[:3] == ("naive", shape, mode)})
+            speed = [us(rows[("naive", shape, mode, "", n)]) / us(rows[("replay", shape, mode, "W16", n)]) for n in batches]
+            ax.plot(batches, speed, marker="o", label=f"{shape}, {mode} state, W=16")
+    ax.axhline(1.0, color="gray", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch (requests)")
+    ax.set_ylabel("replay speedup over naive write-back")
+    ax.set_title("Mamba-2 decode step on one H200, BF16 inputs")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("results")
+    parser.add_argument("--plot")
+    args = parser.parse_args()
+    context, rows = load(args.results)
+    print(f"Device copy bandwidth {float(context['copy_bandwidth_GBps']):.0f} GB/s, "
+          f"read bandwidth {float(context['read_bandwidth_GBps']):.0f} GB/s (measured by the benchmark); "
+          f"run {context['date']}.")
+    for shape in ("nano", "super"):
+        for mode in ("fp32", "fp16", "bf16"):
+            print(step_tables(rows, shape, mode))
+        print(flush_table(rows, shape))
+    print(split_table(rows, "nano"))
+    if args.plot:
+        plot(rows, args.plot)
+
+
+if __name__ == "__main__":
+    main()
