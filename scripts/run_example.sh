@@ -14,36 +14,17 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR="${BUILD_DIR:-build}"
 
-step() { printf '\n==> %s\n' "$*"; }
-run() {
-  printf '+ %s\n' "$*"
-  "$@"
-}
+# shellcheck source=scripts/common.sh
+source scripts/common.sh
 
 step "dependencies"
-missing=()
-command -v cmake >/dev/null 2>&1 || missing+=(cmake)
-command -v g++ >/dev/null 2>&1 || missing+=(g++)
-{ command -v make >/dev/null 2>&1 || command -v ninja >/dev/null 2>&1; } || missing+=(make)
-if [ "${#missing[@]}" -eq 0 ]; then
+mapfile -t wanted < <(build_tool_packages)
+if [ "${#wanted[@]}" -eq 0 ]; then
   echo "all present"
-elif command -v apt-get >/dev/null 2>&1; then
-  sudo=()
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { echo "error: missing ${missing[*]} and not root (no sudo)" >&2; exit 1; }
-    sudo=(sudo)
-  fi
-  echo "missing: ${missing[*]}"
-  run "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-  run "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 else
-  echo "error: missing ${missing[*]} and no apt-get to install them" >&2
-  exit 1
+  install_missing "${wanted[@]}"
 fi
-
-if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export PATH="/usr/local/cuda/bin:$PATH"
-fi
+find_nvcc
 
 step "configure ($BUILD_DIR)"
 config=(-DREPLAYSSM_BUILD_EXAMPLES=ON)

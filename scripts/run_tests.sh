@@ -13,53 +13,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR="${BUILD_DIR:-build}"
 
-step() { printf '\n==> %s\n' "$*"; }
-run() {
-  printf '+ %s\n' "$*"
-  "$@"
-}
-
-# Installs the Debian packages given as arguments that are not installed yet.
-install_missing() {
-  if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
-    echo "no dpkg/apt-get: not installing anything; CMake, a C++17 compiler, Catch2 v2 and"
-    echo "Google Benchmark must already be installed"
-    return 0
-  fi
-  local missing=()
-  local pkg
-  for pkg in "$@"; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-  done
-  if [ "${#missing[@]}" -eq 0 ]; then
-    echo "all present"
-    return 0
-  fi
-  local sudo=()
-  if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then
-      sudo=(sudo)
-    else
-      echo "error: missing packages ${missing[*]} and not root (no sudo)" >&2
-      return 1
-    fi
-  fi
-  echo "missing: ${missing[*]}"
-  run "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-  run "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
-}
+# shellcheck source=scripts/common.sh
+source scripts/common.sh
 
 step "dependencies"
-wanted=()
-command -v cmake >/dev/null 2>&1 || wanted+=(cmake)
-command -v g++ >/dev/null 2>&1 || wanted+=(g++)
-{ command -v make >/dev/null 2>&1 || command -v ninja >/dev/null 2>&1; } || wanted+=(make)
-wanted+=(catch2 libbenchmark-dev)
+mapfile -t wanted < <(build_tool_packages catch2 libbenchmark-dev)
 install_missing "${wanted[@]}"
-
-if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export PATH="/usr/local/cuda/bin:$PATH"
-fi
+find_nvcc
 if command -v nvcc >/dev/null 2>&1; then
   echo "nvcc: $(command -v nvcc) (CUDA targets are built)"
 else

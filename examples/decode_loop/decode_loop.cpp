@@ -293,24 +293,12 @@ struct stack {
     const int32_t* phase_dev = be.upload(phase);
     for (int l = 0; l < o.layers; ++l) {
       const auto sizes = mamba2_buffers<Policy>(s, o.batch, dtype::f32);
-      mamba2_params p;
-      p.batch = o.batch;
-      p.heads = s.heads;
-      p.head_dim = s.head_dim;
-      p.state_dim = s.state_dim;
-      p.groups = s.groups;
-      p.act_dtype = dtype::f32;
+      mamba2_params p = contiguous_mamba2_params(s, o.batch, dtype::f32);
       p.x = view.x;
       p.z = view.z;
       p.dt = view.dt;
       p.B = view.B;
       p.C = view.C;
-      p.x_batch_stride = p.z_batch_stride = p.y_batch_stride = int64_t(d);
-      p.x_head_stride = p.z_head_stride = p.y_head_stride = s.head_dim;
-      p.dt_batch_stride = s.heads;
-      p.dt_head_stride = 1;
-      p.B_batch_stride = p.C_batch_stride = int64_t(gn);
-      p.B_group_stride = p.C_group_stride = s.state_dim;
       p.A = A + l * s.heads;
       p.D = D + l * s.heads;
       p.dt_bias = bias + l * s.heads;

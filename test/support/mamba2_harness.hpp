@@ -63,32 +63,14 @@ struct mamba2_inputs_host {
     for (auto& e : dt) e = from_float<Act>(small(rng));
   }
 
-  /// Fills the input fields of `p` (contiguous layouts).
+  /// Sets `p` to contiguous params over these inputs (state and output fields unset).
   void bind(mamba2_params& p, const mamba2_case& c) {
-    const auto& s = c.shape;
-    p.batch = c.batch;
-    p.heads = s.heads;
-    p.head_dim = s.head_dim;
-    p.state_dim = s.state_dim;
-    p.groups = s.groups;
-    p.act_dtype = activation_traits<Act>::tag;
+    p = contiguous_mamba2_params(c.shape, c.batch, activation_traits<Act>::tag);
     p.x = x.data();
-    p.x_batch_stride = int64_t(s.heads) * s.head_dim;
-    p.x_head_stride = s.head_dim;
     p.z = c.gate ? z.data() : nullptr;
-    p.z_batch_stride = p.x_batch_stride;
-    p.z_head_stride = p.x_head_stride;
-    p.y_batch_stride = p.x_batch_stride;
-    p.y_head_stride = p.x_head_stride;
     p.dt = dt.data();
-    p.dt_batch_stride = s.heads;
-    p.dt_head_stride = 1;
     p.B = B.data();
-    p.B_batch_stride = int64_t(s.groups) * s.state_dim;
-    p.B_group_stride = s.state_dim;
     p.C = C.data();
-    p.C_batch_stride = p.B_batch_stride;
-    p.C_group_stride = p.B_group_stride;
     p.A = A.data();
     p.D = D.data();
     p.dt_bias = dt_bias.data();

@@ -8,20 +8,11 @@
 
 #include "replayssm/numeric/activation.hpp"
 #include "replayssm/policy/traffic.hpp"
+#include "replayssm/recurrence/mamba2.hpp"
 #include "replayssm/replay/mamba2_head_step.hpp"
 #include "replayssm/replay/state_view.hpp"
 
 namespace replayssm {
-
-/// Shape of one Mamba-2 layer (per tensor-parallel rank).
-struct mamba2_layer_shape {
-  int32_t heads;
-  int32_t head_dim;
-  int32_t state_dim;
-  int32_t groups;
-  /// Elements of state per request.
-  constexpr int64_t state_elements() const { return int64_t(heads) * head_dim * state_dim; }
-};
 
 /// Bytes of every buffer a Mamba-2 layer's decode step uses, for `num_slots` slots.
 struct mamba2_buffer_sizes {

@@ -17,6 +17,7 @@
 
 #include "replayssm/config.hpp"
 #include "replayssm/numeric/activation.hpp"
+#include "replayssm/recurrence/mamba2.hpp"
 #include "replayssm/replay/mamba2_head_step.hpp"
 
 namespace replayssm {
@@ -74,6 +75,26 @@ struct mamba2_params {
   /// cursors and phases live on the device, so they are reported, and their rows skipped.
   uint32_t* error_flags = nullptr;
 };
+
+/// Params of a batch whose activations are all contiguous (`[batch][heads][head_dim]`,
+/// `[batch][heads]`, `[batch][groups][state_dim]`): shape, dtype and strides set, every
+/// pointer still null.
+inline mamba2_params contiguous_mamba2_params(mamba2_layer_shape s, int32_t batch, dtype act) {
+  mamba2_params p;
+  p.batch = batch;
+  p.heads = s.heads;
+  p.head_dim = s.head_dim;
+  p.state_dim = s.state_dim;
+  p.groups = s.groups;
+  p.act_dtype = act;
+  p.x_batch_stride = p.z_batch_stride = p.y_batch_stride = int64_t(s.heads) * s.head_dim;
+  p.x_head_stride = p.z_head_stride = p.y_head_stride = s.head_dim;
+  p.dt_batch_stride = s.heads;
+  p.dt_head_stride = 1;
+  p.B_batch_stride = p.C_batch_stride = int64_t(s.groups) * s.state_dim;
+  p.B_group_stride = p.C_group_stride = s.state_dim;
+  return p;
+}
 
 /// Builds the views of request `b`, head `h`, stored in slot `slot`.
 template <class Policy, class Act>

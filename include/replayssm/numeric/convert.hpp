@@ -54,6 +54,7 @@
 #include <cstdint>
 
 #include "replayssm/config.hpp"
+#include "replayssm/numeric/math.hpp"
 #include "replayssm/numeric/rounding.hpp"
 #include "replayssm/numeric/types.hpp"
 
@@ -64,24 +65,6 @@ template <class To, class From, class Round = round_nearest_even>
 struct Convert;
 
 namespace detail {
-
-/// fp32 bits of a float (intrinsic on the device).
-REPLAYSSM_HOST_DEVICE uint32_t fp32_bits(float v) {
-#if REPLAYSSM_DEVICE_PASS
-  return __float_as_uint(v);
-#else
-  return bit_cast<uint32_t>(v);
-#endif
-}
-
-/// The float with fp32 bits `b` (intrinsic on the device).
-REPLAYSSM_HOST_DEVICE float fp32_from_bits(uint32_t b) {
-#if REPLAYSSM_DEVICE_PASS
-  return __uint_as_float(b);
-#else
-  return bit_cast<float>(b);
-#endif
-}
 
 /// Position of the most significant set bit of x != 0.
 REPLAYSSM_HOST_DEVICE int leading_one(uint32_t x) {
@@ -225,7 +208,7 @@ struct step_stochastic {
 /// Encodes fp32 `v` to the bits of E, stepping to the next code when `step_up` says so.
 template <class E, class Step>
 REPLAYSSM_HOST_DEVICE uint32_t encode_bits(float v, Step step_up, uint32_t nan_code) {
-  const uint32_t bits = fp32_bits(v);
+  const uint32_t bits = math::float_bits(v);
   const uint32_t abs_bits = bits & fp32_abs_mask;
   if (abs_bits > fp32_inf_bits) return nan_code;
   constexpr uint32_t overflow_code = E::saturates ? E::max_code : E::max_code + 1u;
@@ -278,7 +261,7 @@ REPLAYSSM_HOST_DEVICE uint32_t pack_stochastic(const float* in, uint32_t word) {
 /// scales round this way so that no element of the block overflows.
 REPLAYSSM_HOST_DEVICE float_ue4m3_t encode_ue4m3_upward(float v) {
   using E = encoding<float_ue4m3_t>;
-  if ((fp32_bits(v) >> 31) != 0 && (fp32_bits(v) & fp32_abs_mask) <= fp32_inf_bits) {
+  if ((math::float_bits(v) >> 31) != 0 && (math::float_bits(v) & fp32_abs_mask) <= fp32_inf_bits) {
     return float_ue4m3_t::from_bits(0);
   }
   return float_ue4m3_t::from_bits(
@@ -306,10 +289,10 @@ struct Convert<float, half_t, Round> {
 #endif
     if (magnitude >= 0x7C00u) {
       const uint32_t payload = (magnitude & 0x3FFu) << 13;
-      return detail::fp32_from_bits(sign | detail::fp32_inf_bits |
+      return math::float_from_bits(sign | detail::fp32_inf_bits |
                                     (payload != 0 ? payload | 0x400000u : 0u));
     }
-    return detail::fp32_from_bits(
+    return math::float_from_bits(
         sign | detail::magnitude_to_fp32_bits<detail::encoding<half_t>>(magnitude));
   }
 };
@@ -318,7 +301,7 @@ struct Convert<float, half_t, Round> {
 template <class Round>
 struct Convert<float, bfloat16_t, Round> {
   REPLAYSSM_HOST_DEVICE static float apply(bfloat16_t b) {
-    return detail::fp32_from_bits(static_cast<uint32_t>(b.bits) << 16);
+    return math::float_from_bits(static_cast<uint32_t>(b.bits) << 16);
   }
 };
 
@@ -328,8 +311,8 @@ struct Convert<float, float_e4m3_t, Round> {
   REPLAYSSM_HOST_DEVICE static float apply(float_e4m3_t x) {
     const uint32_t sign = static_cast<uint32_t>(x.bits & 0x80u) << 24;
     const uint32_t magnitude = x.bits & 0x7Fu;
-    if (magnitude == 0x7Fu) return detail::fp32_from_bits(sign | detail::fp32_quiet_nan_bits);
-    return detail::fp32_from_bits(
+    if (magnitude == 0x7Fu) return math::float_from_bits(sign | detail::fp32_quiet_nan_bits);
+    return math::float_from_bits(
         sign | detail::magnitude_to_fp32_bits<detail::encoding<float_e4m3_t>>(magnitude));
   }
 };
@@ -339,8 +322,8 @@ template <class Round>
 struct Convert<float, float_ue4m3_t, Round> {
   REPLAYSSM_HOST_DEVICE static float apply(float_ue4m3_t x) {
     const uint32_t magnitude = x.bits & 0x7Fu;
-    if (magnitude == 0x7Fu) return detail::fp32_from_bits(detail::fp32_quiet_nan_bits);
-    return detail::fp32_from_bits(
+    if (magnitude == 0x7Fu) return math::float_from_bits(detail::fp32_quiet_nan_bits);
+    return math::float_from_bits(
         detail::magnitude_to_fp32_bits<detail::encoding<float_ue4m3_t>>(magnitude));
   }
 };
@@ -405,7 +388,7 @@ struct Convert<float_e4m3_t, float, round_nearest_even> {
 template <>
 struct Convert<float_ue4m3_t, float, round_nearest_even> {
   REPLAYSSM_HOST_DEVICE static float_ue4m3_t apply(float v) {
-    const uint32_t bits = detail::fp32_bits(v);
+    const uint32_t bits = math::float_bits(v);
     if ((bits >> 31) != 0 && (bits & detail::fp32_abs_mask) <= detail::fp32_inf_bits) {
       return float_ue4m3_t::from_bits(0);
     }
@@ -497,7 +480,7 @@ struct Convert<float_e4m3_t, float, round_stochastic> {
   /// Rounds v with the random field in bits 15..0 of rbits.
   REPLAYSSM_HOST_DEVICE static float_e4m3_t apply(float v, uint32_t rbits) {
     using E = detail::encoding<float_e4m3_t>;
-    const uint32_t nan_code = (detail::fp32_bits(v) >> 31) != 0 ? 0xFFu : 0x7Fu;
+    const uint32_t nan_code = (math::float_bits(v) >> 31) != 0 ? 0xFFu : 0x7Fu;
     return float_e4m3_t::from_bits(static_cast<uint8_t>(
         detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, nan_code)));
   }

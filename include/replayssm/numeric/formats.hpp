@@ -70,6 +70,7 @@
 
 #include "replayssm/config.hpp"
 #include "replayssm/numeric/convert.hpp"
+#include "replayssm/numeric/math.hpp"
 #include "replayssm/numeric/rounding.hpp"
 #include "replayssm/numeric/types.hpp"
 
@@ -112,30 +113,12 @@ REPLAYSSM_HOST_DEVICE void store_words(uint8_t* p, const uint32_t (&w)[N]) {
 #endif
 }
 
-/// a * b rounded to nearest; never contracted into a fused multiply-add.
-REPLAYSSM_HOST_DEVICE float mul_rn(float a, float b) {
-#if REPLAYSSM_DEVICE_PASS
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-
-/// a / b rounded to nearest (IEEE division, also under --use_fast_math).
-REPLAYSSM_HOST_DEVICE float div_rn(float a, float b) {
-#if REPLAYSSM_DEVICE_PASS
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-
 /// fp32 bits of max |in[i]|, ordered as integers so that NaN > inf > every finite value.
 template <int N>
 REPLAYSSM_HOST_DEVICE uint32_t amax_bits(const float (&in)[N]) {
   uint32_t amax = 0;
   for (int i = 0; i < N; ++i) {
-    const uint32_t a = fp32_bits(in[i]) & fp32_abs_mask;
+    const uint32_t a = math::float_bits(in[i]) & fp32_abs_mask;
     amax = a > amax ? a : amax;
   }
   return amax;
@@ -200,7 +183,7 @@ struct fp32_format {
                                            float (&out)[chunk_elems]) {
     uint32_t w[4];
     detail::load_words(data_chunk, w);
-    for (int i = 0; i < chunk_elems; ++i) out[i] = detail::fp32_from_bits(w[i]);
+    for (int i = 0; i < chunk_elems; ++i) out[i] = math::float_from_bits(w[i]);
   }
 
   template <class Round>
@@ -208,7 +191,7 @@ struct fp32_format {
                                            const uint32_t* /*rbits*/, uint8_t* data_chunk,
                                            uint8_t* /*scale*/) {
     uint32_t w[4];
-    for (int i = 0; i < chunk_elems; ++i) w[i] = detail::fp32_bits(in[i]);
+    for (int i = 0; i < chunk_elems; ++i) w[i] = math::float_bits(in[i]);
     detail::store_words(data_chunk, w);
   }
 };
@@ -287,10 +270,10 @@ struct fp8_e4m3_format {
     uint32_t scale_word[1];
     detail::load_words(data_chunk, w);
     detail::load_words(scale_chunk, scale_word);
-    const float scale = detail::fp32_from_bits(scale_word[0]);
+    const float scale = math::float_from_bits(scale_word[0]);
     for (int i = 0; i < chunk_elems; ++i) {
       const auto code = float_e4m3_t::from_bits(static_cast<uint8_t>(w[i / 4] >> (8 * (i % 4))));
-      out[i] = detail::mul_rn(Convert<float, float_e4m3_t>::apply(code), scale);
+      out[i] = math::mul(Convert<float, float_e4m3_t>::apply(code), scale);
     }
   }
 
@@ -306,31 +289,31 @@ struct fp8_e4m3_format {
       // An all-zero block divides by one so that its zeros keep their signs.
       const float divisor = amax == 0 ? 1.0f : scale;
       float scaled[chunk_elems];
-      for (int i = 0; i < chunk_elems; ++i) scaled[i] = detail::div_rn(in[i], divisor);
+      for (int i = 0; i < chunk_elems; ++i) scaled[i] = math::div(in[i], divisor);
       for (int k = 0; k < 4; ++k) {
         w[k] = detail::encode_group<float_e4m3_t, 8, 4, Round>(
             scaled + 4 * k, Round::is_stochastic ? rbits[k] : 0u);
       }
     }
     detail::store_words(data_chunk, w);
-    const uint32_t scale_word[1] = {detail::fp32_bits(scale)};
+    const uint32_t scale_word[1] = {math::float_bits(scale)};
     detail::store_words(scale_chunk, scale_word);
   }
 
   /// The block scale for the fp32 bits `amax` of max |v|: NaN when amax is not finite, 0
   /// for an all-zero block, else amax / 448 rounded up to 20 significant bits, >= 2^-121.
   REPLAYSSM_HOST_DEVICE static float scale_for_amax(uint32_t amax) {
-    if (amax >= detail::fp32_inf_bits) return detail::fp32_from_bits(detail::fp32_quiet_nan_bits);
+    if (amax >= detail::fp32_inf_bits) return math::float_from_bits(detail::fp32_quiet_nan_bits);
     if (amax == 0) return 0.0f;
     // 2^-121: the least scale whose 20-bit multiples by e4m3 codes (down to 2^-9) stay
     // exact, i.e. do not drop below fp32's 2^-149 resolution.
     constexpr uint32_t min_scale_bits = 6u << 23;
     const uint32_t quotient =
-        detail::fp32_bits(detail::div_rn(detail::fp32_from_bits(amax), 448.0f));
+        math::float_bits(math::div(math::float_from_bits(amax), 448.0f));
     // Rounding the bit pattern up to a multiple of 16 keeps 20 significant bits; a carry
     // into the exponent field is the correct next binade.
     const uint32_t rounded = (quotient + 0xFu) & ~0xFu;
-    return detail::fp32_from_bits(rounded > min_scale_bits ? rounded : min_scale_bits);
+    return math::float_from_bits(rounded > min_scale_bits ? rounded : min_scale_bits);
   }
 };
 
@@ -367,7 +350,7 @@ struct nvfp4_format {
     for (int i = 0; i < chunk_elems; ++i) {
       const auto code =
           float_e2m1_t::from_bits(static_cast<uint8_t>((w[i / 8] >> (4 * (i % 8))) & 0xFu));
-      out[i] = detail::mul_rn(Convert<float, float_e2m1_t>::apply(code), scale);
+      out[i] = math::mul(Convert<float, float_e2m1_t>::apply(code), scale);
     }
   }
 
@@ -383,7 +366,7 @@ struct nvfp4_format {
       const float divisor =
           scale_code.bits == 0 ? 1.0f : Convert<float, float_ue4m3_t>::apply(scale_code);
       float scaled[chunk_elems];
-      for (int i = 0; i < chunk_elems; ++i) scaled[i] = detail::div_rn(in[i], divisor);
+      for (int i = 0; i < chunk_elems; ++i) scaled[i] = math::div(in[i], divisor);
       for (int k = 0; k < 2; ++k) {
         const float* group = scaled + 8 * k;
         const uint32_t lo = detail::encode_group<float_e2m1_t, 4, 4, Round>(
@@ -403,8 +386,8 @@ struct nvfp4_format {
   REPLAYSSM_HOST_DEVICE static float_ue4m3_t scale_for_amax(uint32_t amax) {
     if (amax >= detail::fp32_inf_bits) return float_ue4m3_t::from_bits(0x7F);
     if (amax == 0) return float_ue4m3_t::from_bits(0);
-    const float amax_value = detail::fp32_from_bits(amax);
-    float_ue4m3_t s = detail::encode_ue4m3_upward(detail::div_rn(amax_value, 6.0f));
+    const float amax_value = math::float_from_bits(amax);
+    float_ue4m3_t s = detail::encode_ue4m3_upward(math::div(amax_value, 6.0f));
     // amax / 6 was rounded to fp32 first (possibly down, or to zero); 6 s is exact, so
     // this comparison settles it.
     const float six_s = 6.0f * Convert<float, float_ue4m3_t>::apply(s);

@@ -66,6 +66,15 @@ REPLAYSSM_HOST_DEVICE float add(float a, float b) {
 #endif
 }
 
+/// a / b, IEEE division rounded once (also under --use_fast_math).
+REPLAYSSM_HOST_DEVICE float div(float a, float b) {
+#if REPLAYSSM_DEVICE_PASS
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
 /// e^x to within 2 ulp for x in [-87, 88]; 0 below (no subnormal results), +inf above.
 REPLAYSSM_HOST_DEVICE float exp(float x) {
   if (!(x > -87.0f)) return x != x ? x : 0.0f;  // NaN stays NaN
@@ -105,7 +114,7 @@ REPLAYSSM_HOST_DEVICE float log1p_nonnegative(float y) {
     m = mul(m, 0.5f);
     e += 1;
   }
-  const float s = (m - 1.0f) / (m + 1.0f);
+  const float s = div(m - 1.0f, m + 1.0f);
   const float s2 = mul(s, s);
   float p = 0.111111111f;  // 1/9
   p = fma(p, s2, 0.142857143f);
@@ -114,7 +123,7 @@ REPLAYSSM_HOST_DEVICE float log1p_nonnegative(float y) {
   p = fma(p, s2, 1.0f);
   const float log_u = fma(static_cast<float>(e), 0.693147181f, mul(mul(2.0f, s), p));
   // Correct for the rounding of 1 + y: ln(1 + y) = ln(u) * y / (u - 1).
-  return mul(log_u, y / add(u, -1.0f));
+  return mul(log_u, div(y, add(u, -1.0f)));
 }
 
 /// softplus(x) = ln(1 + e^x), exact to float precision for large x.
@@ -124,10 +133,10 @@ REPLAYSSM_HOST_DEVICE float softplus(float x) {
 }
 
 /// silu(x) = x / (1 + e^-x).
-REPLAYSSM_HOST_DEVICE float silu(float x) { return x / add(1.0f, exp(-x)); }
+REPLAYSSM_HOST_DEVICE float silu(float x) { return div(x, add(1.0f, exp(-x))); }
 
 /// sigmoid(x) = 1 / (1 + e^-x).
-REPLAYSSM_HOST_DEVICE float sigmoid(float x) { return 1.0f / add(1.0f, exp(-x)); }
+REPLAYSSM_HOST_DEVICE float sigmoid(float x) { return div(1.0f, add(1.0f, exp(-x))); }
 
 }  // namespace math
 }  // namespace replayssm

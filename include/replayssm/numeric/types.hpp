@@ -12,18 +12,6 @@
 
 namespace replayssm {
 
-/// Reinterprets the object representation of `from` as a `To` of the same size, on host
-/// and device (std::bit_cast is C++20 and host-only).
-template <class To, class From>
-REPLAYSSM_HOST_DEVICE To bit_cast(const From& from) {
-  static_assert(sizeof(To) == sizeof(From), "bit_cast: sizes differ");
-  static_assert(std::is_trivially_copyable_v<To> && std::is_trivially_copyable_v<From>,
-                "bit_cast: types must be trivially copyable");
-  To to;
-  __builtin_memcpy(&to, &from, sizeof(To));
-  return to;
-}
-
 /// IEEE 754 binary16: sign, 5 exponent bits (bias 15), 10 mantissa bits. Max 65504.
 struct half_t {
   uint16_t bits;

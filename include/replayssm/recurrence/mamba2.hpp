@@ -14,18 +14,26 @@
 /// the scale is dt; the window stores x (per head), B (per group) and dt (per head).
 #pragma once
 
+#include <cstdint>
+
 #include "replayssm/config.hpp"
 #include "replayssm/numeric/math.hpp"
 
 namespace replayssm {
 
+/// Shape of one Mamba-2 layer (per tensor-parallel rank).
+struct mamba2_layer_shape {
+  int32_t heads;
+  int32_t head_dim;
+  int32_t state_dim;
+  int32_t groups;
+  /// Elements of state per request.
+  constexpr int64_t state_elements() const { return int64_t(heads) * head_dim * state_dim; }
+};
+
 /// Mamba-2 recurrence trait: what a step stores and how its pieces combine.
 struct mamba2 {
   static constexpr const char* name = "mamba2";
-  /// Window entries: the value (x, per head), the key (B, per group), the scale (dt, per head).
-  static constexpr bool window_stores_value = true;
-  static constexpr bool window_stores_key = true;
-  static constexpr bool decay_is_scalar = true;
 
   /// dt after bias and, when enabled, softplus.
   REPLAYSSM_HOST_DEVICE static float step_size(float dt_raw, float dt_bias, bool softplus) {
