@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CUDA decode steps: against the float64 reference over many windows, bit for bit
 // against the CPU path, device-side error reporting, and pad rows.
+#include "../../examples/custom_policy/mxfp4_format.hpp"
 #include "../support/mamba2_scenario.hpp"
 #include "device_runner.cuh"
 
@@ -10,10 +11,10 @@ using namespace replayssm_test;
 namespace {
 
 template <class Policy, class Act>
-scenario_result gpu_scenario(const mamba2_case& c, int windows, bool stagger) {
+scenario_result gpu_scenario(const mamba2_case& c, int windows, bool stagger,
+                             tolerances tol = {output_tolerance<Act>(), 1e-5}) {
   using naive_policy = writeback_policy<typename Policy::checkpoint_format>;
-  return run_scenario<Policy, Act>(c, windows, stagger, {output_tolerance<Act>(), 1e-5}, device_step<naive_policy, Act>,
-                                   device_step<Policy, Act>);
+  return run_scenario<Policy, Act>(c, windows, stagger, tol, device_step<naive_policy, Act>, device_step<Policy, Act>);
 }
 
 /// Runs `steps` steps of Policy on the CPU and on the GPU from the same state and inputs
@@ -116,4 +117,11 @@ TEST_CASE("the device launcher validates like the CPU one", "[gpu][validation]")
   p.state_dim = 40;
   const status s = cuda::replay_decode_step<replay_policy<16, fp32_format>>(p);
   CHECK_THAT(s.message(), Catch::Matchers::Contains("unsupported state_dim=40"));
+}
+
+TEST_CASE("a user-defined format runs in the ready-made CUDA step, bit for bit as on the CPU", "[gpu][custom]") {
+  using policy = replay_policy<8, my_engine::mxfp4_format, fp16_format, round_stochastic>;
+  require_bit_identical<policy, bfloat16_t>({{4, 24, 64, 2}, 3, 5, true, true, 72}, 40);
+  gpu_scenario<replay_policy<16, my_engine::mxfp4_format, fp32_format>, float>({{4, 24, 64, 2}, 3, 5, true, true, 73}, 8,
+                                                                                true, {0.5, 1e-5});
 }

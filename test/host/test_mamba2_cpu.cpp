@@ -10,16 +10,6 @@ using namespace replayssm_test;
 
 namespace {
 
-template <class Policy, class Act>
-scenario_result cpu_scenario(const mamba2_case& c, int windows, bool stagger,
-                             tolerances tol = {output_tolerance<Act>(), 1e-5}) {
-  using naive_policy = writeback_policy<typename Policy::checkpoint_format>;
-  return run_scenario<Policy, Act>(
-      c, windows, stagger, tol,
-      [](const mamba2_params& p, host_layer_state<naive_policy, Act>&) { return cpu::mamba2_decode_step<naive_policy>(p); },
-      [](const mamba2_params& p, host_layer_state<Policy, Act>&) { return cpu::mamba2_decode_step<Policy>(p); });
-}
-
 const mamba2_layer_shape odd_shape{2, 17, 48, 1};
 const mamba2_layer_shape nano_shape{96, 80, 128, 8};
 const mamba2_layer_shape super_shape{128, 64, 128, 8};

@@ -120,4 +120,15 @@ scenario_result run_scenario(const mamba2_case& c, int windows, bool stagger, to
   return r;
 }
 
+/// run_scenario with both steps on the CPU path.
+template <class Policy, class Act>
+scenario_result cpu_scenario(const mamba2_case& c, int windows, bool stagger,
+                             tolerances tol = {output_tolerance<Act>(), 1e-5}) {
+  using naive_policy = writeback_policy<typename Policy::checkpoint_format>;
+  return run_scenario<Policy, Act>(
+      c, windows, stagger, tol,
+      [](const mamba2_params& p, host_layer_state<naive_policy, Act>&) { return cpu::mamba2_decode_step<naive_policy>(p); },
+      [](const mamba2_params& p, host_layer_state<Policy, Act>&) { return cpu::mamba2_decode_step<Policy>(p); });
+}
+
 }  // namespace replayssm_test
