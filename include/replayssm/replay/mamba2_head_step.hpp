@@ -174,7 +174,8 @@ REPLAYSSM_HOST_DEVICE step_plan plan_step(const mamba2_head_state<Policy, Act>& 
   return {k, k == capacity, c.flushes, step_ok};
 }
 
-/// Stages the step sizes, log decays, window coefficients, the checkpoint decay and C.
+/// Stages the step sizes, log decays, C and the window's x, then the window coefficients
+/// and the checkpoint decay.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                               const mamba2_head_state<Policy, Act>& st,
@@ -189,19 +190,17 @@ REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_
     scratch[l.log_decay + j] = mamba2::log_decay(dt, in.A);
   });
   ex.for_each(shape.state_dim, [&](int n) { scratch[l.C + n] = detail::load_act(in.C, n); });
-  if (!plan.flush) {
-    // A read step stages the window's x here, in the same memory latency: reading it per row
-    // in the window sum serialized one latency per entry (365 against 303 us per read step
-    // at batch 256 and k = 16 against k = 1 on the H200).
-    const int32_t Pp = l.padded_rows;
-    ex.for_each(k * Pp, [&](int i) {
-      const int j = i / Pp, p = i % Pp;
-      float x = 0.0f;
-      if (p < shape.head_dim)
-        x = j < k - 1 ? detail::load_act(st.window_x + j * st.window_x_stride, p) : detail::load_act(in.x, p);
-      scratch[l.xw + i] = x;
-    });
-  }
+  // The window's x (rows padded with zeros) is staged here, in the same memory latency:
+  // reading it per row in the window sum serialized one latency per entry (365 against
+  // 303 us per read step at batch 256 and k = 16 against k = 1 on the H200).
+  const int32_t Pp = l.padded_rows;
+  ex.for_each(k * Pp, [&](int i) {
+    const int j = i / Pp, p = i % Pp;
+    float x = 0.0f;
+    if (p < shape.head_dim)
+      x = j < k - 1 ? detail::load_act(st.window_x + j * st.window_x_stride, p) : detail::load_act(in.x, p);
+    scratch[l.xw + i] = x;
+  });
   ex.sync();
   ex.for_each(k + 1, [&](int j) {
     scratch[l.coef + j] = j < k ? window_coefficient(scratch + l.log_decay, scratch + l.scale, j, k)
@@ -226,14 +225,8 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
   constexpr int R = mamba2_scratch_layout<Policy>::template rows_per_item<KI>;
   const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, k = plan.k;
 
-  // Stage coef_j x_j (rows padded with zeros) and B_j as floats.
-  ex.for_each(k * Pp, [&](int i) {
-    const int j = i / Pp, p = i % Pp;
-    float x = 0.0f;
-    if (p < P) x = j < k - 1 ? detail::load_act(st.window_x + j * st.window_x_stride, p)
-                             : detail::load_act(in.x, p);
-    scratch[l.xw + i] = math::mul(scratch[l.coef + j], x);
-  });
+  // Scale the staged x_j by coef_j and stage B_j as floats.
+  ex.for_each(k * Pp, [&](int i) { scratch[l.xw + i] = math::mul(scratch[l.coef + i / Pp], scratch[l.xw + i]); });
   ex.for_each(k * N, [&](int i) {
     const int j = i / N, n = i % N;
     scratch[l.Bw + i] = j < k - 1 ? detail::load_act(st.window_B + j * st.window_B_stride, n)
