@@ -14,16 +14,6 @@ namespace replayssm {
 /// Runtime tag of an activation element type.
 enum class dtype : int32_t { f32 = 0, f16 = 1, bf16 = 2 };
 
-/// Text name of a dtype ("f32", "f16", "bf16", or "invalid").
-inline const char* dtype_name(dtype t) {
-  switch (t) {
-    case dtype::f32: return "f32";
-    case dtype::f16: return "f16";
-    case dtype::bf16: return "bf16";
-  }
-  return "invalid";
-}
-
 /// Size in bytes of one element of `t` (0 for an invalid tag).
 inline int dtype_size(dtype t) {
   switch (t) {

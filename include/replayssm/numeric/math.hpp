@@ -135,8 +135,5 @@ REPLAYSSM_HOST_DEVICE float softplus(float x) {
 /// silu(x) = x / (1 + e^-x).
 REPLAYSSM_HOST_DEVICE float silu(float x) { return div(x, add(1.0f, exp(-x))); }
 
-/// sigmoid(x) = 1 / (1 + e^-x).
-REPLAYSSM_HOST_DEVICE float sigmoid(float x) { return div(1.0f, add(1.0f, exp(-x))); }
-
 }  // namespace math
 }  // namespace replayssm
