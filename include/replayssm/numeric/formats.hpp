@@ -141,12 +141,20 @@ REPLAYSSM_HOST_DEVICE uint32_t encode_group(const float* in, uint32_t random_wor
   }
 }
 
-/// The 16-bit formats: 8 elements, two per 32-bit word, element 2k in the low half.
+/// The 16-bit formats (all of fp16_format and bf16_format but their names): unscaled, 8
+/// elements per chunk, two per 32-bit word, element 2k in the low half.
 template <class T>
-struct half_width_format_body {
+struct half_width_format {
   static constexpr int chunk_elems = 8;
+  static constexpr int block_elems = 1;
+  static constexpr int data_bytes_per_chunk = 16;
+  static constexpr int scale_bytes_per_chunk = 0;
+  static constexpr int random_words_per_chunk = 4;
+  static constexpr double bytes_per_element = 2.0;
+  static constexpr bool is_exact_fp32 = false;
 
-  REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk, float (&out)[chunk_elems]) {
+  REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk, const uint8_t* /*scale*/,
+                                           float (&out)[chunk_elems]) {
     uint32_t w[4];
     load_words(data_chunk, w);
     for (int k = 0; k < 4; ++k) {
@@ -157,7 +165,7 @@ struct half_width_format_body {
 
   template <class Round>
   REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits,
-                                           uint8_t* data_chunk) {
+                                           uint8_t* data_chunk, uint8_t* /*scale*/) {
     uint32_t w[4];
     for (int k = 0; k < 4; ++k) {
       w[k] = encode_group<T, 16, 2, Round>(in + 2 * k, Round::is_stochastic ? rbits[k] : 0u);
@@ -197,49 +205,13 @@ struct fp32_format {
 };
 
 /// IEEE binary16, unscaled: overflow rounds to infinity, subnormals kept.
-struct fp16_format {
+struct fp16_format : detail::half_width_format<half_t> {
   static constexpr const char* name = "fp16";
-  static constexpr int chunk_elems = 8;
-  static constexpr int block_elems = 1;
-  static constexpr int data_bytes_per_chunk = 16;
-  static constexpr int scale_bytes_per_chunk = 0;
-  static constexpr int random_words_per_chunk = 4;
-  static constexpr double bytes_per_element = 2.0;
-  static constexpr bool is_exact_fp32 = false;
-
-  REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk, const uint8_t* /*scale*/,
-                                           float (&out)[chunk_elems]) {
-    detail::half_width_format_body<half_t>::decode(data_chunk, out);
-  }
-
-  template <class Round>
-  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits,
-                                           uint8_t* data_chunk, uint8_t* /*scale*/) {
-    detail::half_width_format_body<half_t>::encode<Round>(in, rbits, data_chunk);
-  }
 };
 
 /// bfloat16, unscaled: fp32's range with 8 significant bits.
-struct bf16_format {
+struct bf16_format : detail::half_width_format<bfloat16_t> {
   static constexpr const char* name = "bf16";
-  static constexpr int chunk_elems = 8;
-  static constexpr int block_elems = 1;
-  static constexpr int data_bytes_per_chunk = 16;
-  static constexpr int scale_bytes_per_chunk = 0;
-  static constexpr int random_words_per_chunk = 4;
-  static constexpr double bytes_per_element = 2.0;
-  static constexpr bool is_exact_fp32 = false;
-
-  REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk, const uint8_t* /*scale*/,
-                                           float (&out)[chunk_elems]) {
-    detail::half_width_format_body<bfloat16_t>::decode(data_chunk, out);
-  }
-
-  template <class Round>
-  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits,
-                                           uint8_t* data_chunk, uint8_t* /*scale*/) {
-    detail::half_width_format_body<bfloat16_t>::encode<Round>(in, rbits, data_chunk);
-  }
 };
 
 /// FP8 E4M3 with one fp32 scale per block of 16: element = e4m3 code * scale.
