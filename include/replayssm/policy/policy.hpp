@@ -21,8 +21,9 @@ inline constexpr int max_window = 64;
 /// \tparam Window           steps held in the window before a flush (1 = conventional write-back)
 /// \tparam ReadFormat       format of the read copy that outputs read between flushes
 /// \tparam CheckpointFormat format of the recurrent checkpoint that flushes read and write
-/// \tparam Rounding         rounding used when a flush encodes the new state
-///                          (`round_nearest_even` or `round_stochastic`)
+/// \tparam Rounding         rounding used when a flush encodes the new checkpoint
+///                          (`round_nearest_even` or `round_stochastic`); a separate read
+///                          copy always rounds to nearest, since its error is not fed back
 ///
 /// When `ReadFormat` and `CheckpointFormat` are the same type the read copy *is* the
 /// checkpoint ("shared" mode): one buffer, no second write at a flush.

@@ -28,10 +28,6 @@ constexpr size_t state_scale_bytes(size_t elements) {
   return elements / Format::chunk_elems * Format::scale_bytes_per_chunk;
 }
 
-/// Random words of a stochastic-rounding stream used for the read copy start here, so that
-/// the read copy and the checkpoint of one flush never share random bits.
-inline constexpr uint32_t read_copy_stream_offset = 0x80000000u;
-
 /// One head's state in `Format`: chunk i covers elements [i K, i K + K) of the row-major
 /// matrix, K = Format::chunk_elems.
 template <class Format>
@@ -61,15 +57,14 @@ struct state_head_view {
   }
 
   /// Encodes chunk `chunk` with `Round`; stochastic rounding draws the chunk's words of the
-  /// stream `key`, starting at word `stream_offset + chunk * random_words_per_chunk`, so the
-  /// bits depend on the element, never on which thread writes it.
+  /// stream `key`, starting at word `chunk * random_words_per_chunk`, so the bits depend on
+  /// the element, never on which thread writes it.
   template <class Round>
   REPLAYSSM_HOST_DEVICE void store(int32_t chunk, const float (&in)[chunk_elems],
-                                   const random_stream_key& key,
-                                   uint32_t stream_offset = 0) const {
+                                   const random_stream_key& key) const {
     uint32_t bits[Format::random_words_per_chunk > 0 ? Format::random_words_per_chunk : 1] = {};
     if constexpr (Round::is_stochastic && Format::random_words_per_chunk > 0) {
-      random_words(key, stream_offset + uint32_t(chunk) * Format::random_words_per_chunk, bits);
+      random_words(key, uint32_t(chunk) * Format::random_words_per_chunk, bits);
     }
     Format::template encode<Round>(in, bits, data + int64_t(chunk) * Format::data_bytes_per_chunk,
                                    scales + int64_t(chunk) * Format::scale_bytes_per_chunk);
