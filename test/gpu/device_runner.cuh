@@ -41,8 +41,9 @@ class device_copy {
   void* device_ = nullptr;
 };
 
-/// One step of `Policy` on the device, with host params `hp` over `st`'s buffers.
-template <class Policy, class Act>
+/// One step of `Policy` on the device, with host params `hp` over `st`'s buffers, in blocks
+/// of `Threads` threads.
+template <class Policy, class Act, int Threads = cuda::decode_block_threads>
 status device_step(const mamba2_params& hp, host_layer_state<Policy, Act>& st) {
   const auto& s = st.shape;
   const size_t a = sizeof(Act), batch = size_t(hp.batch);
@@ -65,7 +66,7 @@ status device_step(const mamba2_params& hp, host_layer_state<Policy, Act>& st) {
   p.read_copy = read.get<void>(); p.read_copy_scales = read_s.get<void>();
   p.window_x = wx.get<void>(); p.window_B = wB.get<void>(); p.window_dt = wdt.get<float>();
   p.cursors = cursors.get<replay_cursor>(); p.error_flags = flags.get<uint32_t>();
-  status launched = cuda::mamba2_decode_step<Policy>(p);
+  status launched = cuda::mamba2_decode_step<Policy, Threads>(p);
   if (!launched) return launched;
   REPLAYSSM_CUDA_CHECK(cudaDeviceSynchronize());
   for (const device_copy* out : {&y, &ckpt, &ckpt_s, &read, &read_s, &wx, &wB, &wdt, &cursors}) out->download();

@@ -17,9 +17,9 @@ scenario_result gpu_scenario(const mamba2_case& c, int windows, bool stagger,
   return run_scenario<Policy, Act>(c, windows, stagger, tol, device_step<naive_policy, Act>, device_step<Policy, Act>);
 }
 
-/// Runs `steps` steps of Policy on the CPU and on the GPU from the same state and inputs
-/// and requires identical bytes: the same primitives, the same operation order.
-template <class Policy, class Act>
+/// Runs `steps` steps of Policy on the CPU and on the GPU (blocks of `Threads`) from the same
+/// state and inputs and requires identical bytes: the same primitives, the same order.
+template <class Policy, class Act, int Threads = cuda::decode_block_threads>
 void require_bit_identical(const mamba2_case& c, int steps) {
   std::mt19937_64 rng(c.seed);
   mamba2_inputs_host<Act> in(c, rng);
@@ -44,7 +44,7 @@ void require_bit_identical(const mamba2_case& c, int steps) {
     REQUIRE(cpu::mamba2_decode_step<Policy>(p).ok());
     gpu_state.bind(p, true);
     p.y = y_gpu.data();
-    REQUIRE(device_step(p, gpu_state).ok());
+    REQUIRE(device_step<Policy, Act, Threads>(p, gpu_state).ok());
     INFO("step " << t);
     REQUIRE(std::memcmp(y_cpu.data(), y_gpu.data(), y_cpu.size() * sizeof(Act)) == 0);
     REQUIRE(cpu_state.checkpoint_values(1) == gpu_state.checkpoint_values(1));
@@ -124,4 +124,12 @@ TEST_CASE("a user-defined format runs in the ready-made CUDA step, bit for bit a
   require_bit_identical<policy, bfloat16_t>({{4, 24, 64, 2}, 3, 5, true, true, 72}, 40);
   gpu_scenario<replay_policy<16, my_engine::mxfp4_format, fp32_format>, float>({{4, 24, 64, 2}, 3, 5, true, true, 73}, 8,
                                                                                 true, {0.5, 1e-5});
+}
+
+TEST_CASE("stochastic-rounding states do not depend on the launch configuration", "[gpu][precision]") {
+  // The CPU runs one thread; the GPU blocks of 64 and of 256: all must give the same bytes.
+  using policy = replay_policy<4, nvfp4_format, fp16_format, round_stochastic>;
+  const mamba2_case c{{4, 24, 64, 2}, 3, 5, true, true, 57};
+  require_bit_identical<policy, bfloat16_t, 64>(c, 260);
+  require_bit_identical<policy, bfloat16_t, 256>(c, 260);
 }

@@ -20,15 +20,17 @@
 namespace replayssm {
 namespace cuda {
 
-/// Threads per block of the ready-made kernels.
+/// Threads per block of the ready-made kernels by default. The step's results do not depend
+/// on it (the random bits and every reduction order are fixed by the data layout).
 inline constexpr int decode_block_threads = 128;
 
 // No minimum of blocks per SM: capping registers at 64 (8 blocks) spilled the fp32 flush and
 // made the write-back step 10% slower on the H200 (625 against 571 us at batch 256).
 // Carving all of L1 out as shared memory changed nothing measurable (492 against 485 us).
 /// One block runs one head of one request.
-template <class Policy, class Act>
-__global__ void __launch_bounds__(decode_block_threads) mamba2_decode_kernel(const mamba2_params p) {
+template <class Policy, class Act, int Threads = decode_block_threads>
+__global__ void __launch_bounds__(Threads) mamba2_decode_kernel(const mamba2_params p) {
+  static_assert(Threads % 32 == 0 && Threads <= 1024, "mamba2_decode_kernel: Threads must be whole warps");
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
   const int32_t slot = p.slot_indices != nullptr ? p.slot_indices[b] : b;
@@ -50,8 +52,9 @@ inline status cuda_error(const char* what, cudaError_t e) {
 
 }  // namespace detail
 
-/// One decode step for every request of `p` (device memory), under `Policy`, on `stream`.
-template <class Policy>
+/// One decode step for every request of `p` (device memory), under `Policy`, on `stream`,
+/// with `Threads` threads per (request, head) block.
+template <class Policy, int Threads = decode_block_threads>
 [[nodiscard]] status mamba2_decode_step(const mamba2_params& p, cudaStream_t stream = nullptr) {
   if (status s = validate_mamba2<Policy>(p, /*host_memory=*/false); !s) return s;
   if (p.batch == 0) return {};
@@ -59,7 +62,7 @@ template <class Policy>
   status result;
   dispatch_dtype(p.act_dtype, [&](auto act) {
     using Act = decltype(act);
-    auto kernel = mamba2_decode_kernel<Policy, Act>;
+    auto kernel = mamba2_decode_kernel<Policy, Act, Threads>;
     if (smem > 48 * 1024) {
       const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
       if (e != cudaSuccess) {
@@ -67,7 +70,7 @@ template <class Policy>
         return;
       }
     }
-    kernel<<<dim3(p.heads, p.batch), decode_block_threads, smem, stream>>>(p);
+    kernel<<<dim3(p.heads, p.batch), Threads, smem, stream>>>(p);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) result = detail::cuda_error("launch failed", e);
   });
   return result;
