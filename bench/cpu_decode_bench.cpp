@@ -46,7 +46,7 @@ struct cpu_layer {
     window_x.resize(sizes.window_x / 4);
     window_B.resize(sizes.window_B / 4);
     window_dt.resize(sizes.window_dt / 4);
-    cursors.assign(size_t(batch) * shape.heads, replay_cursor{0, 0u});
+    cursors.assign(size_t(batch) * shape.heads, replay_cursor{});
     p = contiguous_mamba2_params(shape, batch, dtype::f32);
     p.x = x.data();
     p.z = z.data();

@@ -101,7 +101,7 @@ struct bench_layer {
 
   /// Every cursor at `length` entries with one flush done (a step then flushes or reads).
   void set_cursors(int32_t length) {
-    std::vector<replay_cursor> c(size_t(num_slots) * shape.heads, replay_cursor{length, 1u});
+    std::vector<replay_cursor> c(size_t(num_slots) * shape.heads, replay_cursor{length, 1u, 0, 0});
     cuda_check(cudaMemcpy(p.cursors, c.data(), c.size() * sizeof(replay_cursor), cudaMemcpyHostToDevice), "cursors");
   }
 

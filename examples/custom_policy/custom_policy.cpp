@@ -43,7 +43,7 @@ struct layer_state {
   std::vector<chunk16> window_x = aligned_bytes(sizes.window_x);
   std::vector<chunk16> window_B = aligned_bytes(sizes.window_B);
   std::vector<float> window_dt = std::vector<float>(sizes.window_dt / sizeof(float));
-  std::vector<replay_cursor> cursors = std::vector<replay_cursor>(sizes.cursors / sizeof(replay_cursor), {0, 0u});
+  std::vector<replay_cursor> cursors = std::vector<replay_cursor>(sizes.cursors / sizeof(replay_cursor), replay_cursor{});
 
   /// Sets every slot from `initial` ([batch][H][P][N]), as after a prefill.
   explicit layer_state(const std::vector<float>& initial) {

@@ -57,13 +57,13 @@ REPLAYSSM_HOST_DEVICE uint32_t fused_head_step(const Exec& ex, const mamba2_para
   const int32_t slot = p.slot_indices != nullptr ? p.slot_indices[b] : b;
   if (slot == p.pad_slot_id) return step_ok;
   mamba2_head_views<policy, float> v(p, b, h, slot);
-  v.in.z = nullptr;  // the gate moves into the norm
+  v.in.z = {};  // the gate moves into the norm
   const mamba2_shape s{p.head_dim, p.state_dim};
   const uint32_t errors = mamba2_head_step(ex, v.in, v.state, s, scratch);
   ex.sync();
   const float* z = static_cast<const float*>(p.z) + b * p.z_batch_stride + h * p.z_head_stride;
   const float* weight = norm_weight + h * p.head_dim;
-  gated_rmsnorm(ex, v.in.y, z, weight, p.head_dim, scratch + mamba2_scratch_layout<policy>::make(s).total);
+  gated_rmsnorm(ex, v.in.y.data, z, weight, p.head_dim, scratch + mamba2_scratch_layout<policy>::make(s).total);
   return errors;
 }
 
@@ -91,7 +91,7 @@ struct layer {
     window_x.resize(sizes.window_x / 4);
     window_B.resize(sizes.window_B / 4);
     window_dt.resize(sizes.window_dt / 4);
-    cursors.assign(sizes.cursors / sizeof(replay_cursor), replay_cursor{0, 0u});
+    cursors.assign(sizes.cursors / sizeof(replay_cursor), replay_cursor{});
   }
   void bind(mamba2_params& p) {
     p.checkpoint = checkpoint.data();

@@ -298,7 +298,7 @@ struct layer_buffers {
     p.window_x = plane(window_x, sizes.window_x);
     p.window_B = plane(window_B, sizes.window_B);
     p.window_dt = static_cast<float*>(plane(window_dt, sizes.window_dt));
-    cursors.assign(size_t(s.heads), replay_cursor{0, 0u});
+    cursors.assign(size_t(s.heads), replay_cursor{});
     p.cursors = cursors.data();
     load(p, s, state);
   }

@@ -5,8 +5,10 @@
 
 #include "replayssm/config.hpp"
 #include "replayssm/diagnostics/memory.hpp"
+#include "replayssm/kernels/commit.hpp"
 #include "replayssm/kernels/cpu_decode.hpp"
 #include "replayssm/kernels/mamba2_params.hpp"
+#include "replayssm/kernels/mamba2_snapshot.hpp"
 #include "replayssm/kernels/mamba2_validate.hpp"
 #include "replayssm/kernels/status.hpp"
 #include "replayssm/numeric.hpp"
@@ -15,6 +17,7 @@
 #include "replayssm/policy/policy.hpp"
 #include "replayssm/policy/traffic.hpp"
 #include "replayssm/recurrence/mamba2.hpp"
+#include "replayssm/replay/cursor.hpp"
 #include "replayssm/replay/executor.hpp"
 #include "replayssm/replay/head_state_io.hpp"
 #include "replayssm/replay/mamba2_head_step.hpp"

@@ -104,7 +104,7 @@ TEST_CASE("the device reports bad slots and cursors and skips their rows", "[gpu
   slots = {0, -1};
   st.cursors[1].length = 9;
   s = device_step(p, st);
-  CHECK_THAT(s.message(), Catch::Matchers::Contains("window cursor was outside"));
+  CHECK_THAT(s.message(), Catch::Matchers::Contains("window cursor held a length"));
   CHECK(st.checkpoint_values(0) == before);
 }
 

@@ -99,14 +99,18 @@ template <class Policy, class Act>
 struct host_layer_state {
   mamba2_layer_shape shape;
   int num_slots;
+  int draft_tokens;  ///< verify steps of up to this many drafts (0: decode steps only)
   mamba2_buffer_sizes sizes;
   std::vector<block16> checkpoint, checkpoint_scales, read_copy, read_copy_scales, window_x, window_B;
   std::vector<float> window_dt;
   std::vector<replay_cursor> cursors;
   std::vector<int32_t> phase;
 
-  host_layer_state(mamba2_layer_shape s, int slots)
-      : shape(s), num_slots(slots), sizes(mamba2_buffers<Policy>(s, slots, activation_traits<Act>::tag)) {
+  host_layer_state(mamba2_layer_shape s, int slots, int drafts = 0)
+      : shape(s),
+        num_slots(slots),
+        draft_tokens(drafts),
+        sizes(mamba2_buffers<Policy>(s, slots, activation_traits<Act>::tag, drafts)) {
     checkpoint = aligned_bytes(sizes.checkpoint);
     checkpoint_scales = aligned_bytes(sizes.checkpoint_scales);
     read_copy = aligned_bytes(sizes.read_copy);
@@ -114,7 +118,7 @@ struct host_layer_state {
     window_x = aligned_bytes(sizes.window_x);
     window_B = aligned_bytes(sizes.window_B);
     window_dt.resize(sizes.window_dt / sizeof(float));
-    cursors.assign(size_t(slots) * s.heads, replay_cursor{0, 0u});
+    cursors.assign(size_t(slots) * s.heads, replay_cursor{});
     phase.assign(size_t(slots), 0);
   }
 
@@ -123,6 +127,7 @@ struct host_layer_state {
   /// Fills the state fields of `p`.
   void bind(mamba2_params& p, bool with_phase) {
     p.num_slots = num_slots;
+    p.window_entries = draft_tokens > 0 ? Policy::window + draft_tokens : 0;
     p.checkpoint = ptr(checkpoint);
     p.checkpoint_scales = ptr(checkpoint_scales);
     p.read_copy = ptr(read_copy);
@@ -152,7 +157,7 @@ struct host_layer_state {
     for (int h = 0; h < shape.heads; ++h) {
       for (int32_t i = 0; i < per_head; ++i) f[size_t(i)] = float(values[size_t(h) * per_head + size_t(i)]);
       write_head_state<Policy>(serial_executor{}, f.data(), per_head, checkpoint_view(slot, h), read_view(slot, h));
-      cursors[size_t(slot) * shape.heads + h] = replay_cursor{0, 0u};
+      cursors[size_t(slot) * shape.heads + h] = replay_cursor{};
     }
   }
 

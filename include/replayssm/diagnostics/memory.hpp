@@ -29,9 +29,12 @@ struct mamba2_buffer_sizes {
   constexpr size_t total() const { return checkpoint_total() + read_copy_total() + window_total(); }
 };
 
-/// Buffer sizes for `Policy` (call with num_slots = 1 for bytes per request per layer).
+/// Buffer sizes for `Policy` (call with num_slots = 1 for bytes per request per layer). For
+/// speculative verify steps of up to `draft_tokens` drafts the window ring holds that many
+/// entries more than the window (`mamba2_params::window_entries`).
 template <class Policy>
-constexpr mamba2_buffer_sizes mamba2_buffers(mamba2_layer_shape s, int64_t num_slots, dtype act) {
+constexpr mamba2_buffer_sizes mamba2_buffers(mamba2_layer_shape s, int64_t num_slots, dtype act,
+                                             int32_t draft_tokens = 0) {
   const size_t elements = size_t(s.state_elements()) * size_t(num_slots);
   mamba2_buffer_sizes b;
   b.checkpoint = state_data_bytes<typename Policy::checkpoint_format>(elements);
@@ -41,13 +44,22 @@ constexpr mamba2_buffer_sizes mamba2_buffers(mamba2_layer_shape s, int64_t num_s
     b.read_copy_scales = state_scale_bytes<typename Policy::read_format>(elements);
   }
   if (!Policy::is_writeback) {
-    const size_t entries = size_t(num_slots) * Policy::window;
+    const size_t entries = size_t(num_slots) * size_t(Policy::window + draft_tokens);
     b.window_x = entries * s.heads * s.head_dim * dtype_size(act);
     b.window_B = entries * s.groups * s.state_dim * dtype_size(act);
     b.window_dt = entries * s.heads * sizeof(float);
   }
   b.cursors = size_t(num_slots) * s.heads * sizeof(replay_cursor);
   return b;
+}
+
+/// Snapshot memory of the conventional speculative decoding, per layer: `batch` requests
+/// verifying `draft_tokens` drafts keep one state snapshot per draft beside their state.
+/// Replay keeps none; its drafts wait in the window (`mamba2_buffers` with draft_tokens).
+template <class StateFormat>
+constexpr size_t mamba2_snapshot_bytes(mamba2_layer_shape s, int64_t batch, int32_t draft_tokens) {
+  const size_t elements = size_t(s.state_elements()) * size_t(batch) * size_t(draft_tokens);
+  return state_data_bytes<StateFormat>(elements) + state_scale_bytes<StateFormat>(elements);
 }
 
 /// Modelled device-memory bytes of one decode step for a batch, averaged over a window:

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cpu_decode.hpp
-/// Layer 6: the CPU implementation of the Mamba-2 decode steps, from the same primitives
-/// as the CUDA kernels (run by `serial_executor`).
+/// Layer 6: the CPU implementation of the Mamba-2 steps (decode, speculative verify and the
+/// snapshot baseline), from the same primitives as the CUDA kernels (run by
+/// `serial_executor`).
 #pragma once
 
 #include <vector>
 
+#include "replayssm/kernels/commit.hpp"
 #include "replayssm/kernels/mamba2_params.hpp"
+#include "replayssm/kernels/mamba2_snapshot.hpp"
 #include "replayssm/kernels/mamba2_validate.hpp"
 #include "replayssm/kernels/status.hpp"
 #include "replayssm/replay/executor.hpp"
@@ -15,26 +18,44 @@
 namespace replayssm {
 namespace cpu {
 
+namespace detail {
+
+/// Runs `head(b, h, slot, scratch)` for every (request, head) of `p` that is not padding.
+template <class Policy, class HeadStep>
+status for_each_request_head(const mamba2_params& p, int32_t tokens, HeadStep&& head) {
+  std::vector<float> scratch(mamba2_scratch_layout<Policy>::make({p.head_dim, p.state_dim}, tokens).bytes() /
+                             sizeof(float));
+  uint32_t errors = 0;
+  for (int32_t b = 0; b < p.batch; ++b) {
+    const int32_t slot = request_slot(p, b);
+    if (slot == p.pad_slot_id) continue;
+    for (int32_t h = 0; h < p.heads; ++h) errors |= head(b, h, slot, scratch.data());
+  }
+  if (errors != 0) return status::error("mamba2: " + describe_step_errors(errors));
+  return {};
+}
+
+/// A decode (`immediate`) or verify (`pending`) step of every request.
+template <class Policy>
+status mamba2_tokens_step(const mamba2_params& p, token_commit commit) {
+  if (status s = validate_mamba2<Policy>(p, /*host_memory=*/true, commit); !s) return s;
+  status result;
+  dispatch_dtype(p.act_dtype, [&](auto act) {
+    using Act = decltype(act);
+    result = for_each_request_head<Policy>(p, p.tokens, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+      const mamba2_head_views<Policy, Act> v(p, b, h, slot);
+      return mamba2_head_tokens(serial_executor{}, v.in, v.state, {p.head_dim, p.state_dim}, commit, scratch);
+    });
+  });
+  return result;
+}
+
+}  // namespace detail
+
 /// One decode step for every request of `p` (host memory), under `Policy`.
 template <class Policy>
 [[nodiscard]] status mamba2_decode_step(const mamba2_params& p) {
-  if (status s = validate_mamba2<Policy>(p, /*host_memory=*/true); !s) return s;
-  const mamba2_shape shape{p.head_dim, p.state_dim};
-  std::vector<float> scratch(mamba2_scratch_layout<Policy>::make(shape).bytes() / sizeof(float));
-  uint32_t errors = 0;
-  dispatch_dtype(p.act_dtype, [&](auto act) {
-    using Act = decltype(act);
-    for (int32_t b = 0; b < p.batch; ++b) {
-      const int32_t slot = p.slot_indices != nullptr ? p.slot_indices[b] : b;
-      if (slot == p.pad_slot_id) continue;
-      for (int32_t h = 0; h < p.heads; ++h) {
-        const mamba2_head_views<Policy, Act> v(p, b, h, slot);
-        errors |= mamba2_head_step(serial_executor{}, v.in, v.state, shape, scratch.data());
-      }
-    }
-  });
-  if (errors != 0) return status::error("mamba2: " + describe_step_errors(errors));
-  return {};
+  return detail::mamba2_tokens_step<Policy>(p, token_commit::immediate);
 }
 
 /// The conventional step: read, update and write the whole state.
@@ -48,6 +69,36 @@ template <class Policy>
 [[nodiscard]] status replay_decode_step(const mamba2_params& p) {
   static_assert(!Policy::is_writeback, "replay_decode_step needs a window longer than 1");
   return mamba2_decode_step<Policy>(p);
+}
+
+/// The speculative verify step: every draft's output from checkpoint + window + the drafts
+/// before it; the drafts wait in the window until `commit_drafts` (commit.hpp).
+template <class Policy>
+[[nodiscard]] status replay_verify_step(const mamba2_params& p) {
+  return detail::mamba2_tokens_step<Policy>(p, token_commit::pending);
+}
+
+/// The conventional verify step: each draft's state written to its snapshot slot.
+template <class StateFormat>
+[[nodiscard]] status snapshot_verify_step(const mamba2_params& p) {
+  using Policy = writeback_policy<StateFormat>;
+  if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/true); !s) return s;
+  status result;
+  dispatch_dtype(p.act_dtype, [&](auto act) {
+    using Act = decltype(act);
+    result = detail::for_each_request_head<Policy>(p, 1, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+      return mamba2_snapshot_head_step<StateFormat, Act>(serial_executor{}, p, b, h, slot, scratch);
+    });
+  });
+  return result;
+}
+
+/// The conventional commit: request b's state slot becomes the snapshot of its last
+/// accepted draft (`slot_indices` is updated; the slot it held becomes that snapshot slot).
+[[nodiscard]] inline status snapshot_commit(const mamba2_params& p, int32_t* slot_indices, int32_t* snapshot_slots) {
+  if (status s = validate_snapshot_commit(p, slot_indices, snapshot_slots, /*host_memory=*/true); !s) return s;
+  for (int32_t b = 0; b < p.batch; ++b) snapshot_commit_request(p, slot_indices, snapshot_slots, b);
+  return {};
 }
 
 }  // namespace cpu

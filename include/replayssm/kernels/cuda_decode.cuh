@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cuda_decode.cuh
-/// Layer 6: the ready-made CUDA kernels of the Mamba-2 decode steps and their launchers,
-/// built from the primitives (run by `block_executor`). One block per (request, head).
+/// Layer 6: the ready-made CUDA kernels of the Mamba-2 steps (decode, speculative verify and
+/// commit, and the snapshot baseline) and their launchers, built from the primitives (run by
+/// `block_executor`). One block per (request, head).
 ///
 /// A step is one launch, makes no host round trip and no allocation, and is CUDA-graph
-/// capturable: window lengths and flush counts live on the device in `cursors`.
+/// capturable: window lengths, pending drafts and flush counts live on the device in `cursors`.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <string>
 
+#include "replayssm/kernels/commit.hpp"
 #include "replayssm/kernels/mamba2_params.hpp"
+#include "replayssm/kernels/mamba2_snapshot.hpp"
 #include "replayssm/kernels/mamba2_validate.hpp"
 #include "replayssm/kernels/status.hpp"
 #include "replayssm/replay/executor.hpp"
@@ -27,21 +30,53 @@ inline constexpr int decode_block_threads = 128;
 // No minimum of blocks per SM: capping registers at 64 (8 blocks) spilled the fp32 flush and
 // made the write-back step 10% slower on the H200 (625 against 571 us at batch 256).
 // Carving all of L1 out as shared memory changed nothing measurable (492 against 485 us).
-/// One block runs one head of one request.
-template <class Policy, class Act, int Threads = decode_block_threads>
+/// One block runs one head of one request: a decode (`immediate`) or verify (`pending`) step.
+template <class Policy, class Act, int Threads = decode_block_threads,
+          token_commit Commit = token_commit::immediate>
 __global__ void __launch_bounds__(Threads) mamba2_decode_kernel(const mamba2_params p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "mamba2_decode_kernel: Threads must be whole warps");
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
-  const int32_t slot = p.slot_indices != nullptr ? p.slot_indices[b] : b;
+  const int32_t slot = request_slot(p, b);
   if (slot == p.pad_slot_id) return;
   uint32_t errors = error_slot_out_of_range;
   if (slot >= 0 && slot < p.num_slots) {
     const mamba2_head_views<Policy, Act> v(p, b, h, slot);
-    errors = mamba2_head_step(block_executor{}, v.in, v.state, mamba2_shape{p.head_dim, p.state_dim},
-                              reinterpret_cast<float*>(scratch_storage));
+    errors = mamba2_head_tokens(block_executor{}, v.in, v.state, mamba2_shape{p.head_dim, p.state_dim}, Commit,
+                                reinterpret_cast<float*>(scratch_storage));
   }
   if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+}
+
+/// The snapshot baseline's verify step: one block per (request, head), drafts in order.
+template <class StateFormat, class Act, int Threads = decode_block_threads>
+__global__ void __launch_bounds__(Threads) mamba2_snapshot_kernel(const mamba2_params p) {
+  extern __shared__ float4 scratch_storage[];
+  const int32_t h = blockIdx.x, b = blockIdx.y;
+  const int32_t slot = request_slot(p, b);
+  if (slot == p.pad_slot_id) return;
+  const uint32_t errors = mamba2_snapshot_head_step<StateFormat, Act>(block_executor{}, p, b, h, slot,
+                                                                      reinterpret_cast<float*>(scratch_storage));
+  if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+}
+
+/// Commits the accepted drafts of every (request, head): one thread each.
+template <class Params>
+__global__ void commit_drafts_kernel(const Params p) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= int64_t(p.batch) * p.heads) return;
+  const uint32_t errors = commit_request_head(p, int32_t(i / p.heads), int32_t(i % p.heads));
+  if (errors != step_ok && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+}
+
+/// The snapshot baseline's commit: one thread per request. (A template, as every kernel of a
+/// header must be, so that several translation units may include it.)
+template <class Params>
+__global__ void snapshot_commit_kernel(const Params p, int32_t* slot_indices, int32_t* snapshot_slots) {
+  const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= p.batch) return;
+  const uint32_t errors = snapshot_commit_request(p, slot_indices, snapshot_slots, b);
+  if (errors != step_ok && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
 }
 
 namespace detail {
@@ -50,30 +85,49 @@ inline status cuda_error(const char* what, cudaError_t e) {
   return status::error(std::string("mamba2: ") + what + ": " + cudaGetErrorString(e));
 }
 
+/// Launches `kernel` over (heads, batch) blocks with `smem` bytes of dynamic shared memory.
+template <class Kernel>
+status launch_head_blocks(Kernel kernel, const mamba2_params& p, size_t smem, int threads, cudaStream_t stream) {
+  if (smem > 48 * 1024) {
+    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+        e != cudaSuccess)
+      return cuda_error("the step's shared memory exceeds the device limit", e);
+  }
+  kernel<<<dim3(p.heads, p.batch), threads, smem, stream>>>(p);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
+  return {};
+}
+
+/// A decode or verify step for every request of `p` (device memory).
+template <class Policy, int Threads, token_commit Commit>
+status mamba2_tokens_step(const mamba2_params& p, cudaStream_t stream) {
+  if (status s = validate_mamba2<Policy>(p, /*host_memory=*/false, Commit); !s) return s;
+  if (p.batch == 0) return {};
+  const size_t smem = mamba2_scratch_layout<Policy>::make({p.head_dim, p.state_dim}, p.tokens).bytes();
+  status result;
+  dispatch_dtype(p.act_dtype, [&](auto act) {
+    result = launch_head_blocks(mamba2_decode_kernel<Policy, decltype(act), Threads, Commit>, p, smem, Threads, stream);
+  });
+  return result;
+}
+
+/// Launches a one-dimensional kernel over `count` threads.
+template <class Kernel, class... Args>
+status launch_threads(Kernel kernel, int64_t count, cudaStream_t stream, const Args&... args) {
+  if (count == 0) return {};
+  constexpr int threads = 256;
+  kernel<<<unsigned((count + threads - 1) / threads), threads, 0, stream>>>(args...);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
+  return {};
+}
+
 }  // namespace detail
 
 /// One decode step for every request of `p` (device memory), under `Policy`, on `stream`,
 /// with `Threads` threads per (request, head) block.
 template <class Policy, int Threads = decode_block_threads>
 [[nodiscard]] status mamba2_decode_step(const mamba2_params& p, cudaStream_t stream = nullptr) {
-  if (status s = validate_mamba2<Policy>(p, /*host_memory=*/false); !s) return s;
-  if (p.batch == 0) return {};
-  const size_t smem = mamba2_scratch_layout<Policy>::make({p.head_dim, p.state_dim}).bytes();
-  status result;
-  dispatch_dtype(p.act_dtype, [&](auto act) {
-    using Act = decltype(act);
-    auto kernel = mamba2_decode_kernel<Policy, Act, Threads>;
-    if (smem > 48 * 1024) {
-      const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-      if (e != cudaSuccess) {
-        result = detail::cuda_error("the step's shared memory exceeds the device limit", e);
-        return;
-      }
-    }
-    kernel<<<dim3(p.heads, p.batch), Threads, smem, stream>>>(p);
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) result = detail::cuda_error("launch failed", e);
-  });
-  return result;
+  return detail::mamba2_tokens_step<Policy, Threads, token_commit::immediate>(p, stream);
 }
 
 /// The conventional step: read, update and write the whole state.
@@ -88,6 +142,45 @@ template <class Policy>
 [[nodiscard]] status replay_decode_step(const mamba2_params& p, cudaStream_t stream = nullptr) {
   static_assert(!Policy::is_writeback, "replay_decode_step needs a window longer than 1");
   return mamba2_decode_step<Policy>(p, stream);
+}
+
+/// The speculative verify step: every draft's output from checkpoint + window + the drafts
+/// before it, the state read once for all of them; the drafts wait in the window,
+/// uncommitted. The committed entries are flushed first when the drafts would not fit.
+template <class Policy, int Threads = decode_block_threads>
+[[nodiscard]] status replay_verify_step(const mamba2_params& p, cudaStream_t stream = nullptr) {
+  return detail::mamba2_tokens_step<Policy, Threads, token_commit::pending>(p, stream);
+}
+
+/// Commits `p.accepted_counts[b]` drafts of every request: moves the committed lengths on
+/// the device (a commit beyond the verified drafts is reported through `error_flags`).
+template <class Params>
+[[nodiscard]] status commit_drafts(const Params& p, cudaStream_t stream = nullptr) {
+  if (status s = validate_commit(p, /*host_memory=*/false); !s) return s;
+  return detail::launch_threads(commit_drafts_kernel<Params>, int64_t(p.batch) * p.heads, stream, p);
+}
+
+/// The conventional verify step: each draft's state written to its snapshot slot.
+template <class StateFormat, int Threads = decode_block_threads>
+[[nodiscard]] status snapshot_verify_step(const mamba2_params& p, cudaStream_t stream = nullptr) {
+  if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/false); !s) return s;
+  if (p.batch == 0) return {};
+  const size_t smem =
+      mamba2_scratch_layout<writeback_policy<StateFormat>>::make({p.head_dim, p.state_dim}).bytes();
+  status result;
+  dispatch_dtype(p.act_dtype, [&](auto act) {
+    result = detail::launch_head_blocks(mamba2_snapshot_kernel<StateFormat, decltype(act), Threads>, p, smem, Threads,
+                                        stream);
+  });
+  return result;
+}
+
+/// The conventional commit: request b's slot becomes the snapshot slot of its last accepted
+/// draft (`slot_indices` and `snapshot_slots`, device memory, are updated in place).
+[[nodiscard]] inline status snapshot_commit(const mamba2_params& p, int32_t* slot_indices, int32_t* snapshot_slots,
+                                            cudaStream_t stream = nullptr) {
+  if (status s = validate_snapshot_commit(p, slot_indices, snapshot_slots, /*host_memory=*/false); !s) return s;
+  return detail::launch_threads(snapshot_commit_kernel<mamba2_params>, p.batch, stream, p, slot_indices, snapshot_slots);
 }
 
 /// Reads and clears the device error flags; an error status describes what was skipped.

@@ -3,14 +3,16 @@
 /// Layer 6: the arguments of the ready-made Mamba-2 decode steps, as one plain struct of
 /// pointers and strides, and the views of one (request, head) that the primitives take.
 ///
-/// Activations are `[batch][rows][inner]` with the inner dimension contiguous and the two
-/// outer strides in elements. State pools are `[num_slots][heads][head_dim][state_dim]` in
-/// the policy's formats (replay/state_view.hpp). Window buffers, per slot:
+/// Activations are `[batch * tokens][rows][inner]` with the inner dimension contiguous and
+/// the two outer strides in elements: request b's token t is at row b * tokens + t (a decode
+/// step has one token per request). State pools are `[num_slots][heads][head_dim][state_dim]`
+/// in the policy's formats (replay/state_view.hpp). Window buffers, a ring of
+/// E = window_entries entries per slot:
 ///
-///     window_x  [num_slots][window][heads][head_dim]    activation dtype
-///     window_B  [num_slots][window][groups][state_dim]  activation dtype
-///     window_dt [num_slots][window][heads]              float, after bias and softplus
-///     cursors   [num_slots][heads]                      replay_cursor
+///     window_x  [num_slots][E][heads][head_dim]    activation dtype
+///     window_B  [num_slots][E][groups][state_dim]  activation dtype
+///     window_dt [num_slots][E][heads]              float, after bias and softplus
+///     cursors   [num_slots][heads]                 replay_cursor
 #pragma once
 
 #include <cstdint>
@@ -22,7 +24,8 @@
 
 namespace replayssm {
 
-/// Arguments of one Mamba-2 decode step for a batch (one token per request).
+/// Arguments of one Mamba-2 step for a batch: a decode step (one token per request) or a
+/// speculative verify step (up to `tokens` drafts per request).
 struct mamba2_params {
   // Shape. Tensor-parallel shards are simply fewer heads and groups.
   int32_t batch = 0;
@@ -31,9 +34,14 @@ struct mamba2_params {
   int32_t state_dim = 0;  ///< N, a multiple of 16 in [16, 256]
   int32_t groups = 0;     ///< G, divides H
 
+  // Tokens per request: 1 for a decode step; a verify step's drafts, at most
+  // max_draft_tokens and the window. Every activation's batch stride is its token stride.
+  int32_t tokens = 1;
+  const int32_t* token_counts = nullptr;  ///< [batch] drafts of each request in [1, tokens]; optional (all `tokens`)
+
   // Step inputs and output, in `act_dtype`.
   dtype act_dtype = dtype::f32;
-  const void* x = nullptr;  ///< [batch][H][P]
+  const void* x = nullptr;  ///< [batch * tokens][H][P]
   int64_t x_batch_stride = 0, x_head_stride = 0;
   const void* z = nullptr;  ///< [batch][H][P] gate, optional
   int64_t z_batch_stride = 0, z_head_stride = 0;
@@ -64,12 +72,24 @@ struct mamba2_params {
   void* read_copy_scales = nullptr;
 
   // Window (replay only) and bookkeeping.
+  int32_t window_entries = 0;  ///< ring entries of the window buffers per slot; 0: the policy's window
   void* window_x = nullptr;
   void* window_B = nullptr;
   float* window_dt = nullptr;
   replay_cursor* cursors = nullptr;      ///< [num_slots][H]; optional for nearest-even write-back
   const int32_t* flush_phase = nullptr;  ///< [num_slots] first-window shortening, optional
   uint64_t seed = 0;                     ///< stochastic-rounding seed
+
+  // Speculative decoding.
+  const int32_t* accepted_counts = nullptr;  ///< [batch] drafts each request keeps (commit_drafts)
+  /// [batch][tokens] slots the snapshot baseline writes each draft's state to.
+  const int32_t* snapshot_slots = nullptr;
+
+  /// Ring entries the window buffers hold (`window_entries`, or the policy's window).
+  template <class Policy>
+  REPLAYSSM_HOST_DEVICE int32_t ring_entries() const {
+    return window_entries > 0 ? window_entries : Policy::window;
+  }
 
   /// Device launchers OR step_error bits here (device memory, optional): bad slot indices,
   /// cursors and phases live on the device, so they are reported, and their rows skipped.
@@ -104,16 +124,17 @@ struct mamba2_head_views {
 
   REPLAYSSM_HOST_DEVICE mamba2_head_views(const mamba2_params& p, int32_t b, int32_t h, int32_t slot) {
     const int32_t g = h / (p.heads / p.groups);
-    const Act* x = static_cast<const Act*>(p.x);
-    const Act* B = static_cast<const Act*>(p.B);
-    const Act* C = static_cast<const Act*>(p.C);
-    in.x = x + b * p.x_batch_stride + h * p.x_head_stride;
-    in.z = p.z == nullptr ? nullptr
-                          : static_cast<const Act*>(p.z) + b * p.z_batch_stride + h * p.z_head_stride;
-    in.y = static_cast<Act*>(p.y) + b * p.y_batch_stride + h * p.y_head_stride;
-    in.B = B + b * p.B_batch_stride + g * p.B_group_stride;
-    in.C = C + b * p.C_batch_stride + g * p.C_group_stride;
-    in.dt_raw = to_float(static_cast<const Act*>(p.dt)[b * p.dt_batch_stride + h * p.dt_head_stride]);
+    const int64_t row = int64_t(b) * p.tokens;
+    auto rows = [row](const void* base, int64_t token_stride, int64_t offset) {
+      return token_rows<const Act>{static_cast<const Act*>(base) + row * token_stride + offset, token_stride};
+    };
+    in.x = rows(p.x, p.x_batch_stride, h * p.x_head_stride);
+    if (p.z != nullptr) in.z = rows(p.z, p.z_batch_stride, h * p.z_head_stride);
+    in.y = {static_cast<Act*>(p.y) + row * p.y_batch_stride + h * p.y_head_stride, p.y_batch_stride};
+    in.B = rows(p.B, p.B_batch_stride, g * p.B_group_stride);
+    in.C = rows(p.C, p.C_batch_stride, g * p.C_group_stride);
+    in.dt = rows(p.dt, p.dt_batch_stride, h * p.dt_head_stride);
+    in.tokens = p.token_counts != nullptr ? p.token_counts[b] : p.tokens;
     in.A = p.A[h];
     in.D = p.D != nullptr ? p.D[h] : 0.0f;
     in.dt_bias = p.dt_bias != nullptr ? p.dt_bias[h] : 0.0f;
@@ -126,8 +147,9 @@ struct mamba2_head_views {
     state.checkpoint = ckpt_view::in_pool(p.checkpoint, p.checkpoint_scales, head_index, elements);
     if constexpr (!Policy::shared_state)
       state.read_copy = read_view::in_pool(p.read_copy, p.read_copy_scales, head_index, elements);
-    const int64_t W = Policy::window;
+    const int64_t W = p.ring_entries<Policy>();
     if constexpr (!Policy::is_writeback) {
+      state.window_entries = int32_t(W);
       state.window_x = static_cast<Act*>(p.window_x) + (int64_t(slot) * W * p.heads + h) * p.head_dim;
       state.window_x_stride = int64_t(p.heads) * p.head_dim;
       state.window_B = static_cast<Act*>(p.window_B) + (int64_t(slot) * W * p.groups + g) * p.state_dim;

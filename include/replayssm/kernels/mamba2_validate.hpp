@@ -68,11 +68,49 @@ status check_pool(const char* name, const void* data, const void* scales) {
 
 }  // namespace detail
 
-/// Validates `p` for a step under `Policy`. With `host_memory` (the CPU path) the slot
-/// indices and flush phases are checked too; on the device they are checked by the kernel,
-/// which skips a bad row and reports it through `error_flags`.
+namespace detail {
+
+/// Checks the token counts of a decode (`immediate`) or verify (`pending`) step.
 template <class Policy>
-[[nodiscard]] status validate_mamba2(const mamba2_params& p, bool host_memory) {
+status check_tokens(const mamba2_params& p, token_commit commit, bool host_memory) {
+  if (commit == token_commit::immediate) {
+    if (p.tokens != 1 || p.token_counts != nullptr)
+      return status::error("mamba2: a decode step takes one token per request (" + field("tokens", p.tokens) +
+                           "); speculative drafts go through the verify step");
+  } else {
+    if (Policy::is_writeback)
+      return status::error("mamba2: the verify step needs a replay policy (drafts wait in the window)");
+    if (p.tokens < 1 || p.tokens > max_draft_tokens)
+      return status::error("mamba2: " + field("tokens", p.tokens) + " is outside [1, max_draft_tokens=" +
+                           std::to_string(max_draft_tokens) + "]");
+    if (p.tokens > Policy::window)
+      return status::error("mamba2: " + field("tokens", p.tokens) + " drafts do not fit the window of " +
+                           std::to_string(Policy::window));
+    if (p.ring_entries<Policy>() < Policy::window + p.tokens)
+      return status::error("mamba2: " + field("window_entries", p.ring_entries<Policy>()) +
+                           " is too short for a verify step: it needs window + tokens = " +
+                           std::to_string(Policy::window + p.tokens) + " ring entries");
+    for (int32_t b = 0; host_memory && p.token_counts != nullptr && b < p.batch; ++b) {
+      if (p.token_counts[b] < 1 || p.token_counts[b] > p.tokens)
+        return status::error("mamba2: token_counts[" + std::to_string(b) + "]=" + std::to_string(p.token_counts[b]) +
+                             " is outside [1, tokens=" + std::to_string(p.tokens) + "]");
+    }
+  }
+  if (p.window_entries != 0 && p.window_entries < Policy::window)
+    return status::error("mamba2: " + field("window_entries", p.window_entries) + " is shorter than the window " +
+                         std::to_string(Policy::window));
+  return {};
+}
+
+}  // namespace detail
+
+/// Validates `p` for a decode (`immediate`) or verify (`pending`) step under `Policy`. With
+/// `host_memory` (the CPU path) the slot indices, flush phases and token counts are checked
+/// too; on the device they are checked by the kernel, which skips a bad row and reports it
+/// through `error_flags`.
+template <class Policy>
+[[nodiscard]] status validate_mamba2(const mamba2_params& p, bool host_memory,
+                                     token_commit commit = token_commit::immediate) {
   using detail::field;
   using ckpt = typename Policy::checkpoint_format;
   using read = typename Policy::read_format;
@@ -91,6 +129,7 @@ template <class Policy>
   if (p.state_dim % ckpt::chunk_elems != 0 || p.state_dim % read::chunk_elems != 0)
     return status::error("mamba2: " + field("state_dim", p.state_dim) + " is not a multiple of the formats' chunk (" +
                          ckpt::name + ", " + read::name + ")");
+  if (status s = detail::check_tokens<Policy>(p, commit, host_memory); !s) return s;
   const int elem = dtype_size(p.act_dtype);
   if (elem == 0)
     return status::error("mamba2: unsupported activation dtype tag " + std::to_string(int(p.act_dtype)) +
@@ -143,18 +182,6 @@ template <class Policy>
     }
   }
   return {};
-}
-
-/// Text for a set of step_error bits.
-inline std::string describe_step_errors(uint32_t bits) {
-  std::string text;
-  auto add = [&](uint32_t bit, const char* what) {
-    if (bits & bit) text += (text.empty() ? "" : "; ") + std::string(what);
-  };
-  add(error_slot_out_of_range, "a slot index was outside [0, num_slots) and not the pad id; its row was skipped");
-  add(error_cursor_out_of_range, "a window cursor was outside [0, capacity); its head was skipped");
-  add(error_phase_out_of_range, "a flush phase was outside [0, window); its head was skipped");
-  return text;
 }
 
 }  // namespace replayssm

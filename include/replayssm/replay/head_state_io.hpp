@@ -13,7 +13,7 @@
 namespace replayssm {
 
 /// Writes `elements` floats (row-major P x N) into the checkpoint and, in separate mode, the
-/// read copy, rounding to nearest even. Reset the head's cursor to {0, 0} with it.
+/// read copy, rounding to nearest even. Reset the head's cursor to `replay_cursor{}` with it.
 template <class Policy, class Exec>
 REPLAYSSM_HOST_DEVICE void write_head_state(const Exec& ex, const float* values, int32_t elements,
                                             const state_head_view<typename Policy::checkpoint_format>& checkpoint,

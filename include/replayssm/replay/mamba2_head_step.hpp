@@ -22,24 +22,11 @@
 #include "replayssm/numeric/philox.hpp"
 #include "replayssm/policy/policy.hpp"
 #include "replayssm/recurrence/mamba2.hpp"
+#include "replayssm/replay/cursor.hpp"
 #include "replayssm/replay/scalar_decay.hpp"
 #include "replayssm/replay/state_view.hpp"
 
 namespace replayssm {
-
-/// Window bookkeeping of one (slot, head): entries held, flushes done so far.
-struct replay_cursor {
-  int32_t length;
-  uint32_t flushes;
-};
-
-/// Error bits a step reports instead of touching memory it must not touch.
-enum step_error : uint32_t {
-  step_ok = 0,
-  error_slot_out_of_range = 1u << 0,    ///< a slot index outside [0, num_slots), not the pad id
-  error_cursor_out_of_range = 1u << 1,  ///< a window length outside [0, capacity)
-  error_phase_out_of_range = 1u << 2,   ///< a flush phase outside [0, window)
-};
 
 /// Rows and columns of one head's state.
 struct mamba2_shape {
@@ -47,15 +34,25 @@ struct mamba2_shape {
   int32_t state_dim;  ///< N
 };
 
-/// One head's step inputs and output (a request's activations for this head and its group).
+/// Rows of one activation for consecutive tokens: token t's row starts at `at(t)`.
+template <class T>
+struct token_rows {
+  T* data = nullptr;
+  int64_t token_stride = 0;
+  REPLAYSSM_HOST_DEVICE T* at(int32_t t) const { return data + t * token_stride; }
+};
+
+/// One head's inputs and outputs for a step of `tokens` tokens (one for a decode step; the
+/// drafts of a verify step), with the activations of the head and its group.
 template <class Act>
 struct mamba2_head_inputs {
-  const Act* x = nullptr;  ///< [P]
-  const Act* z = nullptr;  ///< [P] gate, or null
-  Act* y = nullptr;        ///< [P] output
-  const Act* B = nullptr;  ///< [N] of the head's group
-  const Act* C = nullptr;  ///< [N] of the head's group
-  float dt_raw = 0.0f;
+  token_rows<const Act> x;   ///< [tokens][P]
+  token_rows<const Act> z;   ///< [tokens][P] gate; null data when ungated
+  token_rows<Act> y;         ///< [tokens][P] outputs
+  token_rows<const Act> B;   ///< [tokens][N] of the head's group
+  token_rows<const Act> C;   ///< [tokens][N] of the head's group
+  token_rows<const Act> dt;  ///< raw step size of token t at dt.at(t)[0]
+  int32_t tokens = 1;
   float A = 0.0f;
   float D = 0.0f;
   float dt_bias = 0.0f;
@@ -66,13 +63,20 @@ struct mamba2_head_inputs {
 template <class Policy, class Act>
 struct mamba2_head_state {
   state_head_view<typename Policy::checkpoint_format> checkpoint;
+  /// Where a flush reads the checkpoint when that differs from where it writes it (the
+  /// snapshot baseline of speculative decoding); null data: `checkpoint` itself.
+  state_head_view<typename Policy::checkpoint_format> checkpoint_source;
   state_head_view<typename Policy::read_format> read_copy;  ///< unused in shared mode
-  Act* window_x = nullptr;  ///< entry j at window_x + j * window_x_stride, P values
+  Act* window_x = nullptr;  ///< ring slot i at window_x + i * window_x_stride, P values
   int64_t window_x_stride = 0;
-  Act* window_B = nullptr;  ///< entry j of the head's group at window_B + j * window_B_stride
+  Act* window_B = nullptr;  ///< ring slot i of the head's group at window_B + i * window_B_stride
   int64_t window_B_stride = 0;
-  float* window_dt = nullptr;  ///< entry j at window_dt[j * window_dt_stride]
+  float* window_dt = nullptr;  ///< ring slot i at window_dt[i * window_dt_stride]
   int64_t window_dt_stride = 0;
+  /// Ring slots of the window buffers: the policy's window for decode steps; verify steps
+  /// need window + tokens (a flushing verify appends while other heads of the group still
+  /// read the flushed entries' B).
+  int32_t window_entries = Policy::window;
   replay_cursor* cursor = nullptr;  ///< may be null only for nearest-even write-back
   int32_t phase = 0;                ///< the first window holds window - phase steps
   bool appends_key = false;         ///< true on one head per group: it appends B
@@ -94,11 +98,16 @@ struct mamba2_scratch_layout {
   static constexpr int min_chunk = Policy::read_format::chunk_elems < Policy::checkpoint_format::chunk_elems
                                        ? Policy::read_format::chunk_elems
                                        : Policy::checkpoint_format::chunk_elems;
-  int32_t padded_rows, partial_stride, log_decay, scale, coef, C, partial, xw, Bw, bc_partial, weight, window_sum,
-      total;
+  /// Entries a step can see: a full window plus the step's tokens.
+  int32_t entries, tokens;
+  int32_t padded_rows, partial_stride, log_decay, scale, flush_coef, query_coef, query_decay, C, partial, xw, Bw,
+      bc_partial, weight, window_sum, total;
 
-  REPLAYSSM_HOST_DEVICE static mamba2_scratch_layout make(mamba2_shape s) {
+  /// The layout of a step of up to `tokens` tokens (1 for decode steps).
+  REPLAYSSM_HOST_DEVICE static mamba2_scratch_layout make(mamba2_shape s, int32_t tokens = 1) {
     mamba2_scratch_layout l{};
+    l.tokens = tokens;
+    l.entries = window + tokens;
     l.padded_rows = (s.head_dim + row_block - 1) / row_block * row_block;
     // Odd, so that the per-row sums (one thread per row) read distinct banks: a stride of
     // 32 floats put every row on one bank.
@@ -109,22 +118,21 @@ struct mamba2_scratch_layout {
       at += (n + 3) / 4 * 4;  // 16-byte aligned regions for vector reads
       return start;
     };
-    l.log_decay = take(window);
-    l.scale = take(window);
-    l.coef = take(window + 1);
-    l.C = take(s.state_dim);
-    l.partial = take(l.padded_rows * l.partial_stride);
-    // Window x: coef_j x_j for a flush, x_j for a read step.
-    l.xw = take(window * l.padded_rows);
-    // A flush needs Bw; a read step the B.C partials, weights and window sums.
-    const int32_t shared_start = at;
-    l.Bw = take(window * s.state_dim);
-    const int32_t flush_end = at;
-    at = shared_start;
-    l.bc_partial = take(window * (s.state_dim / 16));
-    l.weight = take(window);
-    l.window_sum = take(l.padded_rows);
-    l.total = at > flush_end ? at : flush_end;
+    const int32_t E = l.entries, T = tokens;
+    l.log_decay = take(E);
+    l.scale = take(E);
+    l.flush_coef = take(E + 1);
+    l.query_coef = take(T * E);
+    l.query_decay = take(T);
+    l.C = take(T * s.state_dim);
+    l.partial = take(T * l.padded_rows * l.partial_stride);
+    // Entry x: coef_j x_j for the flushed entries, x_j for the others.
+    l.xw = take(E * l.padded_rows);
+    l.Bw = take(E * s.state_dim);
+    l.bc_partial = take(T * E * (s.state_dim / 16));
+    l.weight = take(T * E);
+    l.window_sum = take(T * l.padded_rows);
+    l.total = at;
     return l;
   }
   /// Scratch bytes a head step needs.
@@ -155,63 +163,118 @@ REPLAYSSM_HOST_DEVICE float dot_chunk(const float (&s)[K], const float* q) {
 
 }  // namespace detail
 
-/// Window length this step sees and whether it flushes; `error` is set on bad bookkeeping.
+/// What a step does: which entries it sees, how many it folds into the checkpoint first, and
+/// where its tokens go. Entries 0 .. length-1 are the window's committed entries, entries
+/// length .. length+tokens-1 the step's tokens.
 struct step_plan {
-  int32_t k;        ///< window entries including the current token
-  bool flush;       ///< the window is full after this token
-  uint32_t flushes; ///< flushes done before this step
+  int32_t length;    ///< committed window entries before the step (L)
+  int32_t tokens;    ///< the step's tokens (T)
+  int32_t flushed;   ///< entries folded into the checkpoint first (F): 0, L, or L + T
+  bool flush;        ///< the checkpoint (and read copy) is rewritten
+  int32_t start;     ///< ring slot of entry 0
+  int32_t ring;      ///< ring slots of the window buffers
+  uint32_t flushes;  ///< flushes done before this step
   uint32_t error;
+  REPLAYSSM_HOST_DEVICE int32_t entries() const { return length + tokens; }
+  /// Ring slot of entry j (j < entries()).
+  REPLAYSSM_HOST_DEVICE int32_t ring_slot(int32_t j) const { return ring > 0 ? (start + j) % ring : 0; }
 };
 
-/// Reads the cursor and decides the step.
+/// Reads the cursor and decides the step. A decode step flushes when its token fills the
+/// window (the token is folded in); a verify step flushes the committed entries first when
+/// the window cannot hold its drafts after them.
 template <class Policy, class Act>
-REPLAYSSM_HOST_DEVICE step_plan plan_step(const mamba2_head_state<Policy, Act>& st) {
-  const replay_cursor c = st.cursor != nullptr ? *st.cursor : replay_cursor{0, 0u};
-  if (st.phase < 0 || st.phase >= Policy::window) return {0, false, c.flushes, error_phase_out_of_range};
+REPLAYSSM_HOST_DEVICE step_plan plan_step(const mamba2_head_state<Policy, Act>& st, int32_t tokens,
+                                          token_commit commit) {
+  const replay_cursor c = st.cursor != nullptr ? *st.cursor : replay_cursor{0, 0u, 0, 0};
+  step_plan plan{c.length, tokens, 0, false, c.start, st.window_entries, c.flushes, step_ok};
+  if (st.phase < 0 || st.phase >= Policy::window) return plan.error = error_phase_out_of_range, plan;
+  const bool one_token = commit == token_commit::immediate;
+  if (tokens < 1 || tokens > max_draft_tokens || tokens > Policy::window || (one_token && tokens != 1))
+    return plan.error = error_tokens_out_of_range, plan;
   const int32_t capacity = c.flushes == 0 ? Policy::window - st.phase : Policy::window;
-  if (c.length < 0 || c.length >= capacity) return {0, false, c.flushes, error_cursor_out_of_range};
-  const int32_t k = c.length + 1;
-  return {k, k == capacity, c.flushes, step_ok};
+  if (c.length < 0 || c.length > capacity || c.start < 0 || c.start >= (st.window_entries > 0 ? st.window_entries : 1))
+    return plan.error = error_cursor_out_of_range, plan;
+  if (one_token) {
+    plan.flush = c.length + 1 >= capacity;
+    plan.flushed = plan.flush ? c.length + 1 : 0;
+  } else {
+    plan.flush = c.length + tokens > capacity;
+    plan.flushed = plan.flush ? c.length : 0;
+    if (c.length + tokens > st.window_entries) return plan.error = error_tokens_out_of_range, plan;
+  }
+  return plan;
 }
 
-/// Stages the step sizes, log decays, C and the window's x, then the window coefficients
-/// and the checkpoint decay.
+namespace detail {
+
+/// x, B and dt of entry j: a window ring slot for j < length, else a step token.
+template <class Policy, class Act>
+struct entry_rows {
+  const mamba2_head_inputs<Act>& in;
+  const mamba2_head_state<Policy, Act>& st;
+  const step_plan& plan;
+  REPLAYSSM_HOST_DEVICE const Act* x(int32_t j) const {
+    return j < plan.length ? st.window_x + plan.ring_slot(j) * st.window_x_stride : in.x.at(j - plan.length);
+  }
+  REPLAYSSM_HOST_DEVICE const Act* B(int32_t j) const {
+    return j < plan.length ? st.window_B + plan.ring_slot(j) * st.window_B_stride : in.B.at(j - plan.length);
+  }
+  REPLAYSSM_HOST_DEVICE float dt(int32_t j) const {
+    return j < plan.length ? st.window_dt[plan.ring_slot(j) * st.window_dt_stride]
+                           : mamba2::step_size(to_float(in.dt.at(j - plan.length)[0]), in.dt_bias, in.dt_softplus);
+  }
+};
+
+}  // namespace detail
+
+/// Stages every entry's step size, log decay and x, each token's C, then the coefficients:
+/// of the flushed entries in the new checkpoint, and of the entries each token's output sees.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                               const mamba2_head_state<Policy, Act>& st,
                                               mamba2_shape shape, const step_plan& plan,
                                               const mamba2_scratch_layout<Policy>& l,
                                               float* scratch) {
-  const int32_t k = plan.k;
-  ex.for_each(k, [&](int j) {
-    const float dt = j < k - 1 ? st.window_dt[j * st.window_dt_stride]
-                               : mamba2::step_size(in.dt_raw, in.dt_bias, in.dt_softplus);
+  const detail::entry_rows<Policy, Act> entry{in, st, plan};
+  const int32_t m = plan.entries(), N = shape.state_dim, Pp = l.padded_rows, E = l.entries;
+  ex.for_each(m, [&](int j) {
+    const float dt = entry.dt(j);
     scratch[l.scale + j] = dt;
     scratch[l.log_decay + j] = mamba2::log_decay(dt, in.A);
   });
-  ex.for_each(shape.state_dim, [&](int n) { scratch[l.C + n] = detail::load_act(in.C, n); });
-  // The window's x (rows padded with zeros) is staged here, in the same memory latency:
-  // reading it per row in the window sum serialized one latency per entry (365 against
-  // 303 us per read step at batch 256 and k = 16 against k = 1 on the H200).
-  const int32_t Pp = l.padded_rows;
-  ex.for_each(k * Pp, [&](int i) {
+  ex.for_each(plan.tokens * N, [&](int i) { scratch[l.C + i] = detail::load_act(in.C.at(i / N), i % N); });
+  // Entry x (rows padded with zeros) is staged here, in the same memory latency: reading it
+  // per row in the window sum serialized one latency per entry (365 against 303 us per read
+  // step at batch 256 and k = 16 against k = 1 on the H200).
+  ex.for_each(m * Pp, [&](int i) {
     const int j = i / Pp, p = i % Pp;
-    float x = 0.0f;
-    if (p < shape.head_dim)
-      x = j < k - 1 ? detail::load_act(st.window_x + j * st.window_x_stride, p) : detail::load_act(in.x, p);
-    scratch[l.xw + i] = x;
+    scratch[l.xw + i] = p < shape.head_dim ? detail::load_act(entry.x(j), p) : 0.0f;
   });
   ex.sync();
-  ex.for_each(k + 1, [&](int j) {
-    scratch[l.coef + j] = j < k ? window_coefficient(scratch + l.log_decay, scratch + l.scale, j, k)
-                                : checkpoint_decay(scratch + l.log_decay, k);
+  const int32_t F = plan.flushed;
+  if (plan.flush) {
+    ex.for_each(F + 1, [&](int j) {
+      scratch[l.flush_coef + j] = j < F ? window_coefficient(scratch + l.log_decay, scratch + l.scale, j, F)
+                                        : checkpoint_decay(scratch + l.log_decay, F);
+    });
+  }
+  // Token t (entry L + t) sees the new checkpoint decayed over entries F .. L + t, and those
+  // entries with their coefficients.
+  ex.for_each(plan.tokens * E, [&](int i) {
+    const int32_t t = i / E, j = F + i % E, last = plan.length + t;
+    if (j <= last) scratch[l.query_coef + i] = window_coefficient(scratch + l.log_decay, scratch + l.scale, j, last + 1);
+  });
+  ex.for_each(plan.tokens, [&](int t) {
+    scratch[l.query_decay + t] = math::exp(suffix_log_decay(scratch + l.log_decay, F - 1, plan.length + t + 1));
   });
   ex.sync();
 }
 
-/// Flush: forms the state after the window, writes the checkpoint (and a separate read
-/// copy) through the policy's formats and rounding, and leaves per-chunk partial sums of
-/// S C in scratch. A work item is a few rows by a chunk of the wider format.
+/// Flush: forms the state after the first F entries, writes the checkpoint (and a separate
+/// read copy) through the policy's formats and rounding, and leaves per-chunk partial sums of
+/// S C_t for every token t in scratch. A work item is a few rows by a chunk of the wider
+/// format. Ends without a barrier.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                       const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
@@ -223,18 +286,16 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
   constexpr int Kr = read_format::chunk_elems;
   constexpr int KI = Policy::shared_state ? Kc : (Kc > Kr ? Kc : Kr);
   constexpr int R = mamba2_scratch_layout<Policy>::template rows_per_item<KI>;
-  const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, k = plan.k;
+  const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, F = plan.flushed;
+  const detail::entry_rows<Policy, Act> entry{in, st, plan};
 
   // Scale the staged x_j by coef_j and stage B_j as floats.
-  ex.for_each(k * Pp, [&](int i) { scratch[l.xw + i] = math::mul(scratch[l.coef + i / Pp], scratch[l.xw + i]); });
-  ex.for_each(k * N, [&](int i) {
-    const int j = i / N, n = i % N;
-    scratch[l.Bw + i] = j < k - 1 ? detail::load_act(st.window_B + j * st.window_B_stride, n)
-                                  : detail::load_act(in.B, n);
-  });
+  ex.for_each(F * Pp, [&](int i) { scratch[l.xw + i] = math::mul(scratch[l.flush_coef + i / Pp], scratch[l.xw + i]); });
+  ex.for_each(F * N, [&](int i) { scratch[l.Bw + i] = detail::load_act(entry.B(i / N), i % N); });
   ex.sync();
 
-  const float total = scratch[l.coef + k];
+  const auto& source = st.checkpoint_source.data != nullptr ? st.checkpoint_source : st.checkpoint;
+  const float total = scratch[l.flush_coef + F];
   const int32_t columns = N / KI;
   random_stream_key key = st.key;
   key.flush_index = plan.flushes;
@@ -244,18 +305,20 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
     for (int r = 0; r < R; ++r) {
       for (int q = 0; q < KI / Kc; ++q) {
         float chunk[Kc] = {};
-        if (r0 + r < P) st.checkpoint.load((r0 + r) * (N / Kc) + n0 / Kc + q, chunk);
+        if (r0 + r < P) source.load((r0 + r) * (N / Kc) + n0 / Kc + q, chunk);
         for (int e = 0; e < Kc; ++e) s[r][q * Kc + e] = math::mul(total, chunk[e]);
       }
     }
-    for (int j = 0; j < k; ++j) {
+    for (int j = 0; j < F; ++j) {
       const float* b = scratch + l.Bw + j * N + n0;
       const float* x = scratch + l.xw + j * Pp + r0;
       for (int r = 0; r < R; ++r)
         for (int e = 0; e < KI; ++e) s[r][e] = math::fma(x[r], b[e], s[r][e]);
     }
     for (int r = 0; r < R && r0 + r < P; ++r) {
-      scratch[l.partial + (r0 + r) * l.partial_stride + col] = detail::dot_chunk(s[r], scratch + l.C + n0);
+      for (int t = 0; t < plan.tokens; ++t)
+        scratch[l.partial + (t * Pp + r0 + r) * l.partial_stride + col] =
+            detail::dot_chunk(s[r], scratch + l.C + t * N + n0);
       for (int q = 0; q < KI / Kc; ++q) {
         float chunk[Kc];
         for (int e = 0; e < Kc; ++e) chunk[e] = s[r][q * Kc + e];
@@ -274,30 +337,21 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
       }
     }
   });
-  ex.sync();
 }
 
-/// Read step: per-chunk partial sums of R C_k from the read copy, and the window term
-/// sum_j coef_j (B_j . C_k) x_j per row.
+/// Read: per-chunk partial sums of R C_t from the read copy for every token t, the state
+/// read once for all of them. Ends without a barrier.
 template <class Policy, class Act, class Exec>
-REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_inputs<Act>& in,
-                                     const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
+REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
                                      const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
                                      float* scratch) {
   using read_format = typename Policy::read_format;
   constexpr int Kr = read_format::chunk_elems;
   constexpr int R = mamba2_scratch_layout<Policy>::template rows_per_item<Kr>;
-  const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, k = plan.k;
-  const int32_t blocks16 = N / 16, columns = N / Kr;
+  const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, columns = N / Kr;
   const auto& view = [&]() -> const auto& {
     if constexpr (Policy::shared_state) return st.checkpoint; else return st.read_copy;
   }();
-
-  ex.for_each(k * blocks16, [&](int i) {
-    const int j = i / blocks16, cb = i % blocks16;
-    const Act* B = j < k - 1 ? st.window_B + j * st.window_B_stride : in.B;
-    scratch[l.bc_partial + i] = detail::dot16(B + cb * 16, scratch + l.C + cb * 16);
-  });
   ex.for_each(Pp / R * columns, [&](int item) {
     const int32_t r0 = item / columns * R, col = item % columns;
     float s[R][Kr];
@@ -305,25 +359,47 @@ REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_inputs<Ac
       if (r0 + r < P) view.load((r0 + r) * columns + col, s[r]);
     }
     for (int r = 0; r < R && r0 + r < P; ++r)
-      scratch[l.partial + (r0 + r) * l.partial_stride + col] = detail::dot_chunk(s[r], scratch + l.C + col * Kr);
+      for (int t = 0; t < plan.tokens; ++t)
+        scratch[l.partial + (t * Pp + r0 + r) * l.partial_stride + col] =
+            detail::dot_chunk(s[r], scratch + l.C + t * N + col * Kr);
+  });
+}
+
+/// The window term of every token t: sum over entries j in [F, L + t] of
+/// coef_tj (B_j . C_t) x_j per row. Starts with the B . C partials, which need no barrier
+/// after the state pass.
+template <class Policy, class Act, class Exec>
+REPLAYSSM_HOST_DEVICE void window_terms(const Exec& ex, const mamba2_head_inputs<Act>& in,
+                                        const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
+                                        const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
+                                        float* scratch) {
+  const detail::entry_rows<Policy, Act> entry{in, st, plan};
+  const int32_t N = shape.state_dim, Pp = l.padded_rows, E = l.entries, F = plan.flushed, blocks16 = N / 16;
+  auto seen = [&](int32_t t, int32_t i) { return F + i <= plan.length + t; };  // entry F + i by token t
+  ex.for_each(plan.tokens * E * blocks16, [&](int i) {
+    const int32_t te = i / blocks16, cb = i % blocks16, t = te / E;
+    if (seen(t, te % E))
+      scratch[l.bc_partial + i] = detail::dot16(entry.B(F + te % E) + cb * 16, scratch + l.C + t * N + cb * 16);
   });
   ex.sync();
-  ex.for_each(k, [&](int j) {
+  ex.for_each(plan.tokens * E, [&](int i) {
+    if (!seen(i / E, i % E)) return;
     float bc = 0.0f;
-    for (int cb = 0; cb < blocks16; ++cb) bc = math::add(bc, scratch[l.bc_partial + j * blocks16 + cb]);
-    scratch[l.weight + j] = math::mul(scratch[l.coef + j], bc);
+    for (int cb = 0; cb < blocks16; ++cb) bc = math::add(bc, scratch[l.bc_partial + i * blocks16 + cb]);
+    scratch[l.weight + i] = math::mul(scratch[l.query_coef + i], bc);
   });
   ex.sync();
-  ex.for_each(P, [&](int p) {
+  ex.for_each(plan.tokens * Pp, [&](int i) {
+    const int32_t t = i / Pp, p = i % Pp;
     float acc = 0.0f;
-    for (int j = 0; j < k; ++j) acc = math::fma(scratch[l.weight + j], scratch[l.xw + j * Pp + p], acc);
-    scratch[l.window_sum + p] = acc;
+    for (int32_t e = 0; seen(t, e); ++e) acc = math::fma(scratch[l.weight + t * E + e], scratch[l.xw + (F + e) * Pp + p], acc);
+    scratch[l.window_sum + i] = acc;
   });
   ex.sync();
 }
 
-/// Writes y from the staged partial sums: after a flush from the new state, else from the
-/// read copy scaled by the checkpoint decay plus the window term.
+/// Writes every token's y from the staged partial sums: the new checkpoint (after a flush)
+/// or the read copy, decayed to the token, plus its window term.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void write_outputs(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                          mamba2_shape shape, const step_plan& plan,
@@ -333,55 +409,84 @@ REPLAYSSM_HOST_DEVICE void write_outputs(const Exec& ex, const mamba2_head_input
   using read_format = typename Policy::read_format;
   constexpr int Kc = ckpt_format::chunk_elems, Kr = read_format::chunk_elems;
   constexpr int KI = Policy::shared_state ? Kc : (Kc > Kr ? Kc : Kr);
-  const int32_t columns = shape.state_dim / (plan.flush ? KI : Kr);
-  ex.for_each(shape.head_dim, [&](int p) {
+  const int32_t P = shape.head_dim, Pp = l.padded_rows, columns = shape.state_dim / (plan.flush ? KI : Kr);
+  ex.for_each(plan.tokens * P, [&](int i) {
+    const int32_t t = i / P, p = i % P, row = t * Pp + p;
     float state_term = 0.0f;
-    for (int c = 0; c < columns; ++c) state_term = math::add(state_term, scratch[l.partial + p * l.partial_stride + c]);
-    float window_term = 0.0f;
-    if (!plan.flush) {
-      state_term = math::mul(scratch[l.coef + plan.k], state_term);
-      window_term = scratch[l.window_sum + p];
-    }
-    const float z = in.z != nullptr ? detail::load_act(in.z, p) : 0.0f;
-    in.y[p] = from_float<Act>(mamba2::output(state_term, window_term, in.D, detail::load_act(in.x, p),
-                                             z, in.z != nullptr));
+    for (int c = 0; c < columns; ++c) state_term = math::add(state_term, scratch[l.partial + row * l.partial_stride + c]);
+    state_term = math::mul(scratch[l.query_decay + t], state_term);
+    const bool gated = in.z.data != nullptr;
+    const float z = gated ? detail::load_act(in.z.at(t), p) : 0.0f;
+    in.y.at(t)[p] = from_float<Act>(
+        mamba2::output(state_term, scratch[l.window_sum + row], in.D, detail::load_act(in.x.at(t), p), z, gated));
   });
 }
 
-/// Appends the current token to the window (x, dt, and B on the group's appending head).
+/// Appends the step's tokens after the committed entries (x, dt, and B on the group's
+/// appending head), unless a flush folded them into the checkpoint.
 template <class Policy, class Act, class Exec>
-REPLAYSSM_HOST_DEVICE void append_step(const Exec& ex, const mamba2_head_inputs<Act>& in,
-                                       const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
-                                       const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
-                                       const float* scratch) {
-  const int32_t pos = plan.k - 1;
-  ex.for_each(shape.head_dim, [&](int p) { st.window_x[pos * st.window_x_stride + p] = in.x[p]; });
+REPLAYSSM_HOST_DEVICE void append_tokens(const Exec& ex, const mamba2_head_inputs<Act>& in,
+                                         const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
+                                         const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
+                                         const float* scratch) {
+  if (plan.flushed == plan.entries()) return;
+  const int32_t P = shape.head_dim, N = shape.state_dim, L = plan.length;
+  ex.for_each(plan.tokens * P, [&](int i) {
+    st.window_x[plan.ring_slot(L + i / P) * st.window_x_stride + i % P] = in.x.at(i / P)[i % P];
+  });
   if (st.appends_key)
-    ex.for_each(shape.state_dim, [&](int n) { st.window_B[pos * st.window_B_stride + n] = in.B[n]; });
-  if (ex.leader()) st.window_dt[pos * st.window_dt_stride] = scratch[l.scale + pos];
+    ex.for_each(plan.tokens * N, [&](int i) {
+      st.window_B[plan.ring_slot(L + i / N) * st.window_B_stride + i % N] = in.B.at(i / N)[i % N];
+    });
+  ex.for_each(plan.tokens,
+              [&](int t) { st.window_dt[plan.ring_slot(L + t) * st.window_dt_stride] = scratch[l.scale + L + t]; });
 }
 
-/// One decode step of one head: plan, stage, flush or read, outputs, window and cursor.
-/// Returns the step's error bits; on an error nothing is written.
+/// The cursor after a step: committed entries, flushes, ring start and pending drafts.
+REPLAYSSM_HOST_DEVICE replay_cursor next_cursor(const step_plan& plan, token_commit commit) {
+  const int32_t start = plan.flush && plan.ring > 0 ? (plan.start + plan.flushed) % plan.ring : plan.start;
+  const uint32_t flushes = plan.flushes + (plan.flush ? 1u : 0u);
+  if (commit == token_commit::immediate)
+    return plan.flush ? replay_cursor{0, flushes, 0, 0} : replay_cursor{plan.length + 1, flushes, start, 0};
+  return replay_cursor{plan.length - plan.flushed, flushes, start, plan.tokens};
+}
+
+/// One step of one head: plan, stage, flush or read, outputs, window and cursor. Returns
+/// the step's error bits; on an error nothing is written.
+template <class Policy, class Act, class Exec>
+REPLAYSSM_HOST_DEVICE uint32_t mamba2_head_tokens(const Exec& ex, const mamba2_head_inputs<Act>& in,
+                                                  const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
+                                                  token_commit commit, float* scratch) {
+  const step_plan plan = plan_step(st, in.tokens, commit);
+  if (plan.error != step_ok) return plan.error;
+  const auto l = mamba2_scratch_layout<Policy>::make(shape, in.tokens);
+  stage_coefficients(ex, in, st, shape, plan, l, scratch);
+  if (plan.flush)
+    flush_rows(ex, in, st, shape, plan, l, scratch);
+  else
+    read_rows(ex, st, shape, plan, l, scratch);
+  window_terms(ex, in, st, shape, plan, l, scratch);
+  write_outputs(ex, in, shape, plan, l, scratch);
+  append_tokens(ex, in, st, shape, plan, l, scratch);
+  if (st.cursor != nullptr && ex.leader()) *st.cursor = next_cursor(plan, commit);
+  return step_ok;
+}
+
+/// One decode step of one head (one token, committed).
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE uint32_t mamba2_head_step(const Exec& ex, const mamba2_head_inputs<Act>& in,
-                                                const mamba2_head_state<Policy, Act>& st,
-                                                mamba2_shape shape, float* scratch) {
-  const step_plan plan = plan_step(st);
-  if (plan.error != step_ok) return plan.error;
-  const auto l = mamba2_scratch_layout<Policy>::make(shape);
-  stage_coefficients(ex, in, st, shape, plan, l, scratch);
-  if (plan.flush) {
-    flush_rows(ex, in, st, shape, plan, l, scratch);
-  } else {
-    read_rows(ex, in, st, shape, plan, l, scratch);
-    append_step(ex, in, st, shape, plan, l, scratch);
-  }
-  write_outputs(ex, in, shape, plan, l, scratch);
-  if (st.cursor != nullptr && ex.leader()) {
-    *st.cursor = plan.flush ? replay_cursor{0, plan.flushes + 1} : replay_cursor{plan.k, plan.flushes};
-  }
-  return step_ok;
+                                                const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
+                                                float* scratch) {
+  return mamba2_head_tokens(ex, in, st, shape, token_commit::immediate, scratch);
+}
+
+/// One verify step of one head: every draft's output from the checkpoint, the window and
+/// the drafts before it; the drafts appended uncommitted. Scratch: `make(shape, in.tokens)`.
+template <class Policy, class Act, class Exec>
+REPLAYSSM_HOST_DEVICE uint32_t mamba2_head_verify(const Exec& ex, const mamba2_head_inputs<Act>& in,
+                                                  const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
+                                                  float* scratch) {
+  return mamba2_head_tokens(ex, in, st, shape, token_commit::pending, scratch);
 }
 
 }  // namespace replayssm

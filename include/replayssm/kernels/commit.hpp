@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file commit.hpp
+/// Layer 6: committing the accepted prefix of a verify step's drafts, for any recurrence's
+/// params (they share the fields used here). A commit moves each (slot, head)'s committed
+/// length on the device; it reads and writes nothing but the cursors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "replayssm/config.hpp"
+#include "replayssm/kernels/status.hpp"
+#include "replayssm/replay/mamba2_head_step.hpp"
+
+namespace replayssm {
+
+/// The slot request `b` of `p` uses.
+template <class Params>
+REPLAYSSM_HOST_DEVICE int32_t request_slot(const Params& p, int32_t b) {
+  return p.slot_indices != nullptr ? p.slot_indices[b] : b;
+}
+
+/// Commits `p.accepted_counts[b]` drafts of request `b` at head `h`; returns step_error bits.
+template <class Params>
+REPLAYSSM_HOST_DEVICE uint32_t commit_request_head(const Params& p, int32_t b, int32_t h) {
+  const int32_t slot = request_slot(p, b);
+  if (slot == p.pad_slot_id) return step_ok;
+  if (slot < 0 || slot >= p.num_slots) return error_slot_out_of_range;
+  return commit_drafts(p.cursors[int64_t(slot) * p.heads + h], p.accepted_counts[b]);
+}
+
+/// Validates `p` for a commit. With `host_memory` the accepted counts are checked against
+/// the verify step's token count; on the device the cursors' pending counts check them.
+template <class Params>
+[[nodiscard]] status validate_commit(const Params& p, bool host_memory) {
+  if (p.batch < 0 || p.heads <= 0 || p.num_slots <= 0)
+    return status::error("commit: batch, heads and num_slots must be valid (batch=" + std::to_string(p.batch) +
+                         ", heads=" + std::to_string(p.heads) + ", num_slots=" + std::to_string(p.num_slots) + ")");
+  if (p.cursors == nullptr) return status::error("commit: cursors are null");
+  if (p.accepted_counts == nullptr) return status::error("commit: accepted_counts are null");
+  if (p.slot_indices == nullptr && p.batch > p.num_slots)
+    return status::error("commit: without slot_indices request b uses slot b, but batch=" + std::to_string(p.batch) +
+                         " exceeds num_slots=" + std::to_string(p.num_slots));
+  for (int32_t b = 0; host_memory && b < p.batch; ++b) {
+    const int32_t limit = p.token_counts != nullptr ? p.token_counts[b] : p.tokens;
+    if (p.accepted_counts[b] < 0 || p.accepted_counts[b] > limit)
+      return status::error("commit: accepted_counts[" + std::to_string(b) + "]=" + std::to_string(p.accepted_counts[b]) +
+                           " is outside [0, " + std::to_string(limit) + "], the drafts request " + std::to_string(b) +
+                           " verified");
+    const int32_t slot = request_slot(p, b);
+    if (slot != p.pad_slot_id && (slot < 0 || slot >= p.num_slots))
+      return status::error("commit: slot_indices[" + std::to_string(b) + "]=" + std::to_string(slot) +
+                           " is outside [0, " + std::to_string(p.num_slots) + ")");
+  }
+  return {};
+}
+
+namespace cpu {
+
+/// Commits the accepted drafts of every request of `p` (host memory).
+template <class Params>
+[[nodiscard]] status commit_drafts(const Params& p) {
+  if (status s = validate_commit(p, /*host_memory=*/true); !s) return s;
+  uint32_t errors = 0;
+  for (int32_t b = 0; b < p.batch; ++b)
+    for (int32_t h = 0; h < p.heads; ++h) errors |= commit_request_head(p, b, h);
+  if (errors != 0) return status::error("commit: " + describe_step_errors(errors));
+  return {};
+}
+
+}  // namespace cpu
+}  // namespace replayssm
