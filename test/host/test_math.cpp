@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The recurrences' scalar math against double precision: exp, log1p, softplus, silu, and
-// the order-fixed decay composition.
+// The recurrences' scalar math against double precision: exp, log1p, softplus, silu,
+// sigmoid, sqrt, and the order-fixed decay composition.
 #include <replayssm/numeric/math.hpp>
 #include <replayssm/replay/scalar_decay.hpp>
 
@@ -49,6 +49,28 @@ TEST_CASE("log1p, softplus and silu are accurate to a few ulp", "[math]") {
   CHECK(worst_silu <= 8 * ulp);
   CHECK(math::softplus(25.0f) == 25.0f);
   CHECK(math::log1p_nonnegative(0.0f) == 0.0f);
+}
+
+TEST_CASE("sigmoid is accurate to a few ulp and saturates; sqrt is correctly rounded", "[math]") {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> arg(-87.0f, 87.0f), positive(0.0f, 1e30f);
+  double worst = 0;
+  for (int i = 0; i < 1000000; ++i) {
+    const float v = (i % 2) ? arg(rng) : arg(rng) * 1e-6f;
+    worst = std::max(worst, rel(math::sigmoid(v), 1 / (1 + std::exp(-double(v)))));
+    // The float nearest to the root: no other float is closer.
+    const float y = positive(rng), r = math::sqrt(y);
+    const double exact = std::sqrt(double(y));
+    CHECK(std::fabs(r - exact) <= std::fabs(double(std::nextafter(r, INFINITY)) - exact));
+    CHECK(std::fabs(r - exact) <= std::fabs(double(std::nextafter(r, 0.0f)) - exact));
+  }
+  CHECK(worst <= 8 * ulp);
+  CHECK(worst > 0);
+  CHECK(math::sigmoid(0.0f) == 0.5f);
+  CHECK(math::sigmoid(100.0f) == 1.0f);
+  CHECK(math::sigmoid(-100.0f) == 0.0f);
+  CHECK(std::isnan(math::sigmoid(NAN)));
+  CHECK(math::sqrt(4.0f) == 2.0f);
 }
 
 TEST_CASE("window coefficients compose decays in a fixed order", "[math]") {

@@ -3,9 +3,9 @@
 /// Layer 2: the scalar float math of the recurrences, written once for host and device.
 ///
 /// Each function is built from correctly rounded operations only (fused multiply-add,
-/// multiply, add, divide and bit manipulation), never from the platform's `expf` or
-/// `log1pf`, whose last bits differ between glibc and CUDA. So host and device compute
-/// bit-identical states, which reproducible stochastic rounding needs.
+/// multiply, add, divide, square root and bit manipulation), never from the platform's
+/// `expf` or `log1pf`, whose last bits differ between glibc and CUDA. So host and device
+/// compute bit-identical states, which reproducible stochastic rounding needs.
 #pragma once
 
 #include <cmath>
@@ -75,6 +75,15 @@ REPLAYSSM_HOST_DEVICE float div(float a, float b) {
 #endif
 }
 
+/// Square root, correctly rounded (IEEE) on host and device alike.
+REPLAYSSM_HOST_DEVICE float sqrt(float x) {
+#if REPLAYSSM_DEVICE_PASS
+  return __fsqrt_rn(x);
+#else
+  return std::sqrt(x);
+#endif
+}
+
 /// e^x to within 2 ulp for x in [-87, 88]; 0 below (no subnormal results), +inf above.
 REPLAYSSM_HOST_DEVICE float exp(float x) {
   if (!(x > -87.0f)) return x != x ? x : 0.0f;  // NaN stays NaN
@@ -131,6 +140,9 @@ REPLAYSSM_HOST_DEVICE float softplus(float x) {
   if (x > 20.0f) return x;
   return log1p_nonnegative(exp(x));
 }
+
+/// sigmoid(x) = 1 / (1 + e^-x), to within a few ulp for x >= -87; 0 below x = -88.7.
+REPLAYSSM_HOST_DEVICE float sigmoid(float x) { return div(1.0f, add(1.0f, exp(-x))); }
 
 /// silu(x) = x / (1 + e^-x).
 REPLAYSSM_HOST_DEVICE float silu(float x) { return div(x, add(1.0f, exp(-x))); }
