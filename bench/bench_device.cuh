@@ -83,15 +83,18 @@ struct device_bandwidth {
   double read_gbs = 0;  ///< a float4 read-only reduction
 };
 
-__global__ void copy_kernel(const float4* in, float4* out, size_t n) {
+// Kernels of a header are templates, so that several translation units may include it.
+template <class Vec>
+__global__ void copy_kernel(const Vec* in, Vec* out, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
     out[i] = in[i];
 }
 
-__global__ void read_kernel(const float4* in, size_t n, float* sink) {
+template <class Vec>
+__global__ void read_kernel(const Vec* in, size_t n, float* sink) {
   float acc = 0;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const float4 v = in[i];
+    const Vec v = in[i];
     acc += v.x + v.y + v.z + v.w;
   }
   if (acc == 1.2345f) *sink = acc;  // keeps the loads; never true on the random data
@@ -128,8 +131,8 @@ inline const device_bandwidth& measured_bandwidth() {
     device_buffer in(bytes), out(bytes), sink(4);
     fill_uniform<float><<<1024, 256>>>(in.get<float>(), bytes / 4, 7, 1.0f);
     const double memcpy_ms = median_ms(10, [&] { cudaMemcpy(out.get(), in.get(), bytes, cudaMemcpyDeviceToDevice); });
-    const double kernel_ms = median_ms(10, [&] { copy_kernel<<<132 * 16, 256>>>(in.get<float4>(), out.get<float4>(), n); });
-    const double read_ms = median_ms(10, [&] { read_kernel<<<132 * 16, 256>>>(in.get<float4>(), n, sink.get<float>()); });
+    const double kernel_ms = median_ms(10, [&] { copy_kernel<float4><<<132 * 16, 256>>>(in.get<float4>(), out.get<float4>(), n); });
+    const double read_ms = median_ms(10, [&] { read_kernel<float4><<<132 * 16, 256>>>(in.get<float4>(), n, sink.get<float>()); });
     device_bandwidth r;
     r.copy_gbs = 2.0 * bytes / (std::min(memcpy_ms, kernel_ms) * 1e6);
     r.read_gbs = double(bytes) / (read_ms * 1e6);

@@ -6,134 +6,14 @@
 // included, timed with CUDA events (manual time). State pools are several times the 60 MB
 // L2 and requests map to permuted slots. Counters: modelled bytes per step, GB/s, and the
 // percentage of the copy and read-only bandwidths measured by this binary.
-#include "bench_device.cuh"
-
-#include <string>
+#include "mamba2_bench_layer.cuh"
 
 namespace replayssm_bench {
+
+/// Registers the speculative-decoding benchmarks (mamba2_spec_bench.cu).
+void register_spec();
+
 namespace {
-
-using act_t = bfloat16_t;
-constexpr double l2_bytes = 60e6;
-
-struct model_shape {
-  const char* name;
-  mamba2_layer_shape shape;
-};
-const model_shape nano{"nano", {96, 80, 128, 8}};
-const model_shape super{"super", {128, 64, 128, 8}};
-
-/// One layer's device buffers and parameters for a batch under `Policy`.
-template <class Policy>
-struct bench_layer {
-  mamba2_layer_shape shape;
-  int batch;
-  int num_slots;
-  std::vector<device_buffer> owned;
-  mamba2_params p;
-
-  void* take(size_t bytes) {
-    owned.emplace_back(bytes);
-    return owned.back().get();
-  }
-  template <class T>
-  T* random(size_t n, float scale, uint32_t seed) {
-    T* ptr = static_cast<T*>(take(n * sizeof(T)));
-    fill_uniform<T><<<256, 256>>>(ptr, n, seed, scale);
-    return ptr;
-  }
-
-  bench_layer(mamba2_layer_shape s, int b, bool stagger) : shape(s), batch(b) {
-    const auto one = mamba2_buffers<Policy>(s, 1, dtype::bf16);
-    const double slot_bytes = double(one.checkpoint_total() + one.read_copy_total());
-    num_slots = std::max(batch, int(4 * l2_bytes / slot_bytes) + 1);
-    const auto sizes = mamba2_buffers<Policy>(s, num_slots, dtype::bf16);
-    const size_t d = size_t(s.heads) * s.head_dim, gn = size_t(s.groups) * s.state_dim;
-    p = contiguous_mamba2_params(s, batch, dtype::bf16);
-    p.x = random<act_t>(batch * d, 1.0f, 1);
-    p.z = random<act_t>(batch * d, 1.0f, 2);
-    p.y = take(batch * d * sizeof(act_t));
-    p.dt = random<act_t>(size_t(batch) * s.heads, 0.3f, 3);
-    p.B = random<act_t>(batch * gn, 1.0f, 4);
-    p.C = random<act_t>(batch * gn, 1.0f, 5);
-    std::vector<float> A(size_t(s.heads)), bias(size_t(s.heads), -4.0f);
-    for (int h = 0; h < s.heads; ++h) A[size_t(h)] = -1.0f - float(h % 16);
-    p.A = upload(A);
-    p.D = upload(std::vector<float>(size_t(s.heads), 1.0f));
-    p.dt_bias = upload(bias);
-    // Requests land on a random subset of slots, in random order.
-    std::vector<int32_t> slots(static_cast<size_t>(num_slots));
-    std::iota(slots.begin(), slots.end(), 0);
-    std::shuffle(slots.begin(), slots.end(), std::mt19937(42));
-    slots.resize(size_t(batch));
-    p.slot_indices = upload(slots);
-    p.num_slots = num_slots;
-    p.checkpoint = state_pool<typename Policy::checkpoint_format>(sizes.checkpoint, sizes.checkpoint_scales,
-                                                                  &p.checkpoint_scales);
-    if (!Policy::shared_state)
-      p.read_copy = state_pool<typename Policy::read_format>(sizes.read_copy, sizes.read_copy_scales, &p.read_copy_scales);
-    p.window_x = take(sizes.window_x);
-    p.window_B = take(sizes.window_B);
-    p.window_dt = static_cast<float*>(take(sizes.window_dt));
-    p.cursors = static_cast<replay_cursor*>(take(sizes.cursors));
-    cuda_check(cudaMemset(p.cursors, 0, sizes.cursors), "memset");
-    std::vector<int32_t> phase(static_cast<size_t>(num_slots));
-    for (int i = 0; i < num_slots; ++i) phase[size_t(i)] = stagger ? i % Policy::window : 0;
-    p.flush_phase = Policy::is_writeback ? nullptr : upload(phase);
-    p.error_flags = static_cast<uint32_t*>(take(4));
-    cuda_check(cudaMemset(p.error_flags, 0, 4), "memset");
-    cuda_check(cudaDeviceSynchronize(), "setup");
-  }
-
-  template <class T>
-  T* upload(const std::vector<T>& v) {
-    T* ptr = static_cast<T*>(take(v.size() * sizeof(T)));
-    cuda_check(cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
-    return ptr;
-  }
-  template <class Format>
-  void* state_pool(size_t data_bytes, size_t scale_bytes, void** scales) {
-    void* data = take(data_bytes);
-    *scales = scale_bytes > 0 ? take(scale_bytes) : nullptr;
-    fill_state_pool<Format><<<1024, 256>>>(data, *scales, data_bytes / Format::data_bytes_per_chunk, 9);
-    return data;
-  }
-
-  /// Every cursor at `length` entries with one flush done (a step then flushes or reads).
-  void set_cursors(int32_t length) {
-    std::vector<replay_cursor> c(size_t(num_slots) * shape.heads, replay_cursor{length, 1u, 0, 0});
-    cuda_check(cudaMemcpy(p.cursors, c.data(), c.size() * sizeof(replay_cursor), cudaMemcpyHostToDevice), "cursors");
-  }
-
-  void step(cudaStream_t stream) { cuda::mamba2_decode_step<Policy>(p, stream).throw_if_error(); }
-
-  /// Modelled bytes of one step, averaged over a window.
-  double bytes_per_step() const { return mamba2_bytes_per_step<Policy>(shape, batch, dtype::bf16); }
-};
-
-/// A CUDA graph of `steps` consecutive steps.
-template <class Policy>
-cudaGraphExec_t capture(bench_layer<Policy>& layer, int steps, cudaStream_t stream) {
-  cudaGraph_t graph;
-  cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "capture");
-  for (int i = 0; i < steps; ++i) layer.step(stream);
-  cuda_check(cudaStreamEndCapture(stream, &graph), "capture");
-  cudaGraphExec_t exec;
-  cuda_check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  cudaGraphDestroy(graph);
-  return exec;
-}
-
-void set_bandwidth_counters(benchmark::State& state, double bytes, double seconds) {
-  const auto& bw = measured_bandwidth();
-  const double gbs = bytes / seconds / 1e9;
-  state.counters["bytes_per_step"] = bytes;
-  state.counters["GBps"] = gbs;
-  state.counters["pct_copy_bw"] = 100.0 * gbs / bw.copy_gbs;
-  state.counters["pct_read_bw"] = 100.0 * gbs / bw.read_gbs;
-  state.counters["copy_bw_GBps"] = bw.copy_gbs;
-  state.counters["read_bw_GBps"] = bw.read_gbs;
-}
 
 /// Mean step time over whole windows: one iteration is a graph of W steps (16 for the
 /// write-back step), its time divided by the step count.
@@ -143,30 +23,12 @@ void bm_step(benchmark::State& state, mamba2_layer_shape shape) {
   const int steps = Policy::is_writeback ? 16 : Policy::window;
   cudaStream_t stream;
   cuda_check(cudaStreamCreate(&stream), "stream");
-  cudaGraphExec_t graph = capture(layer, steps, stream);
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  cuda_check(cudaGraphLaunch(graph, stream), "warm-up");
-  std::vector<double> per_step;
-  for (auto _ : state) {
-    cudaEventRecord(a, stream);
-    cudaGraphLaunch(graph, stream);
-    cudaEventRecord(b, stream);
-    cuda_check(cudaEventSynchronize(b), "graph");
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    per_step.push_back(ms * 1e-3 / steps);
-    state.SetIterationTime(per_step.back());
-  }
-  std::sort(per_step.begin(), per_step.end());
-  const double median = per_step[per_step.size() / 2];
+  cudaGraphExec_t graph = capture(steps, stream, [&](int, cudaStream_t s) { layer.step(s); });
+  const double median = time_graph(state, graph, stream, steps);
   state.counters["median_us"] = median * 1e6;
   set_bandwidth_counters(state, layer.bytes_per_step(), median);
-  cuda_check(cuda::take_step_errors(layer.p.error_flags, stream).ok() ? cudaSuccess : cudaErrorUnknown, "step errors");
+  require_no_step_errors(layer.p.error_flags, stream);
   cudaGraphExecDestroy(graph);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
   cudaStreamDestroy(stream);
 }
 
@@ -248,6 +110,7 @@ void register_split(const model_shape& m) {
 }
 
 void register_all() {
+  register_spec();
   register_split(nano);
   for (const model_shape& m : {nano, super}) {
     register_format<fp32_format>(m);

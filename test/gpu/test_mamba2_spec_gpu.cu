@@ -70,7 +70,7 @@ TEST_CASE("gpu verify + commit equals sequential decoding of the accepted tokens
   gpu_spec<replay_policy<8, fp32_format>, float>({{2, 17, 48, 1}, 3, 5, true, true, 91}, 4, 300);
   gpu_spec<replay_policy<16, fp32_format>, bfloat16_t>({{4, 24, 64, 2}, 3, 5, true, true, 92}, 8, 150);
   gpu_spec<replay_policy<4, fp32_format>, float>({{2, 16, 32, 1}, 2, 3, false, false, 93}, 4, 100);
-  gpu_spec<replay_policy<16, fp32_format>, float>({{96, 80, 128, 8}, 3, 4, true, true, 94}, 4, 40);
+  gpu_spec<replay_policy<16, fp32_format>, float>({{96, 80, 128, 8}, 3, 5, true, true, 94}, 4, 40);
 }
 
 TEST_CASE("gpu and cpu verify + commit are bit-identical", "[gpu][spec]") {

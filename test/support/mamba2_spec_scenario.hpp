@@ -73,6 +73,9 @@ spec_result run_spec_scenario(const mamba2_case& c, int tokens, int rounds, tole
     replay.phase[size_t(slot)] = (slot * 3 + 1) % Policy::window;
   }
   for (int b = 0; b < c.batch; ++b) slots.push_back((2 * b + 1) % c.num_slots);
+  std::vector<int32_t> distinct = slots;
+  std::sort(distinct.begin(), distinct.end());
+  REQUIRE(std::unique(distinct.begin(), distinct.end()) == distinct.end());  // one request per slot
   snap_slots = slots;
   for (int i = 0; i < c.batch * tokens; ++i) snapshot_slots.push_back(c.num_slots + i);
 

@@ -36,15 +36,15 @@ status for_each_request_head(const mamba2_params& p, int32_t tokens, HeadStep&& 
 }
 
 /// A decode (`immediate`) or verify (`pending`) step of every request.
-template <class Policy>
-status mamba2_tokens_step(const mamba2_params& p, token_commit commit) {
-  if (status s = validate_mamba2<Policy>(p, /*host_memory=*/true, commit); !s) return s;
+template <class Policy, token_commit Commit>
+status mamba2_tokens_step(const mamba2_params& p) {
+  if (status s = validate_mamba2<Policy>(p, /*host_memory=*/true, Commit); !s) return s;
   status result;
   dispatch_dtype(p.act_dtype, [&](auto act) {
     using Act = decltype(act);
     result = for_each_request_head<Policy>(p, p.tokens, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
       const mamba2_head_views<Policy, Act> v(p, b, h, slot);
-      return mamba2_head_tokens(serial_executor{}, v.in, v.state, {p.head_dim, p.state_dim}, commit, scratch);
+      return mamba2_head_tokens<Commit>(serial_executor{}, v.in, v.state, {p.head_dim, p.state_dim}, scratch);
     });
   });
   return result;
@@ -55,7 +55,7 @@ status mamba2_tokens_step(const mamba2_params& p, token_commit commit) {
 /// One decode step for every request of `p` (host memory), under `Policy`.
 template <class Policy>
 [[nodiscard]] status mamba2_decode_step(const mamba2_params& p) {
-  return detail::mamba2_tokens_step<Policy>(p, token_commit::immediate);
+  return detail::mamba2_tokens_step<Policy, token_commit::immediate>(p);
 }
 
 /// The conventional step: read, update and write the whole state.
@@ -75,7 +75,7 @@ template <class Policy>
 /// before it; the drafts wait in the window until `commit_drafts` (commit.hpp).
 template <class Policy>
 [[nodiscard]] status replay_verify_step(const mamba2_params& p) {
-  return detail::mamba2_tokens_step<Policy>(p, token_commit::pending);
+  return detail::mamba2_tokens_step<Policy, token_commit::pending>(p);
 }
 
 /// The conventional verify step: each draft's state written to its snapshot slot.

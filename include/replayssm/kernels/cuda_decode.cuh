@@ -27,13 +27,19 @@ namespace cuda {
 /// on it (the random bits and every reduction order are fixed by the data layout).
 inline constexpr int decode_block_threads = 128;
 
-// No minimum of blocks per SM: capping registers at 64 (8 blocks) spilled the fp32 flush and
-// made the write-back step 10% slower on the H200 (625 against 571 us at batch 256).
-// Carving all of L1 out as shared memory changed nothing measurable (492 against 485 us).
+/// Blocks per SM the ready-made kernels ask registers for: 768 threads' worth, at most 80
+/// registers per thread. Capping at 64 (8 blocks of 128) spilled the fp32 flush and made the
+/// write-back step 10% slower on the H200 (625 against 571 us at batch 256); with no cap the
+/// register allocator's choice swung between 76 and 118 registers (6 and 4 blocks) on small
+/// changes of the step's code. Carving all of L1 out as shared memory changed nothing
+/// measurable (492 against 485 us).
+template <int Threads>
+inline constexpr int decode_min_blocks = Threads >= 768 ? 1 : 768 / Threads;
+
 /// One block runs one head of one request: a decode (`immediate`) or verify (`pending`) step.
 template <class Policy, class Act, int Threads = decode_block_threads,
           token_commit Commit = token_commit::immediate>
-__global__ void __launch_bounds__(Threads) mamba2_decode_kernel(const mamba2_params p) {
+__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads>) mamba2_decode_kernel(const mamba2_params p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "mamba2_decode_kernel: Threads must be whole warps");
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
@@ -42,15 +48,15 @@ __global__ void __launch_bounds__(Threads) mamba2_decode_kernel(const mamba2_par
   uint32_t errors = error_slot_out_of_range;
   if (slot >= 0 && slot < p.num_slots) {
     const mamba2_head_views<Policy, Act> v(p, b, h, slot);
-    errors = mamba2_head_tokens(block_executor{}, v.in, v.state, mamba2_shape{p.head_dim, p.state_dim}, Commit,
-                                reinterpret_cast<float*>(scratch_storage));
+    errors = mamba2_head_tokens<Commit>(block_executor{}, v.in, v.state, mamba2_shape{p.head_dim, p.state_dim},
+                                        reinterpret_cast<float*>(scratch_storage));
   }
   if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
 }
 
 /// The snapshot baseline's verify step: one block per (request, head), drafts in order.
 template <class StateFormat, class Act, int Threads = decode_block_threads>
-__global__ void __launch_bounds__(Threads) mamba2_snapshot_kernel(const mamba2_params p) {
+__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads>) mamba2_snapshot_kernel(const mamba2_params p) {
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
   const int32_t slot = request_slot(p, b);

@@ -95,9 +95,20 @@ struct mamba2_scratch_layout {
   /// the H200; 8 rows: 3.4 TB/s).
   template <int K>
   static constexpr int rows_per_item = K >= 16 ? 2 : (K >= 8 ? 4 : 8);
-  static constexpr int min_chunk = Policy::read_format::chunk_elems < Policy::checkpoint_format::chunk_elems
-                                       ? Policy::read_format::chunk_elems
-                                       : Policy::checkpoint_format::chunk_elems;
+  /// Columns one work item covers: whole chunks, at least 8 (two fp32 chunks), so that a
+  /// row has at most N / 8 partial sums per token. With one fp32 chunk per item, the
+  /// partial sums of a 4-draft verify step took 42 KB of shared memory per block and left
+  /// 3 blocks per SM (5 ms per step at batch 512 on the H200).
+  template <int K>
+  static constexpr int item_width = K < 8 ? 8 : K;
+  /// Item width of a read step (the read copy, or the checkpoint in shared mode).
+  static constexpr int read_width = item_width<Policy::read_format::chunk_elems>;
+  /// Item width of a flush: it writes the checkpoint and a separate read copy.
+  static constexpr int flush_width =
+      item_width<(Policy::shared_state || Policy::checkpoint_format::chunk_elems > Policy::read_format::chunk_elems)
+                     ? Policy::checkpoint_format::chunk_elems
+                     : Policy::read_format::chunk_elems>;
+  static constexpr int min_width = read_width < flush_width ? read_width : flush_width;
   /// Entries a step can see: a full window plus the step's tokens.
   int32_t entries, tokens;
   int32_t padded_rows, partial_stride, log_decay, scale, flush_coef, query_coef, query_decay, C, partial, xw, Bw,
@@ -111,7 +122,7 @@ struct mamba2_scratch_layout {
     l.padded_rows = (s.head_dim + row_block - 1) / row_block * row_block;
     // Odd, so that the per-row sums (one thread per row) read distinct banks: a stride of
     // 32 floats put every row on one bank.
-    l.partial_stride = s.state_dim / min_chunk + 1;
+    l.partial_stride = s.state_dim / min_width + 1;
     int32_t at = 0;
     auto take = [&at](int32_t n) {
       const int32_t start = at;
@@ -183,19 +194,20 @@ struct step_plan {
 /// Reads the cursor and decides the step. A decode step flushes when its token fills the
 /// window (the token is folded in); a verify step flushes the committed entries first when
 /// the window cannot hold its drafts after them.
-template <class Policy, class Act>
-REPLAYSSM_HOST_DEVICE step_plan plan_step(const mamba2_head_state<Policy, Act>& st, int32_t tokens,
-                                          token_commit commit) {
+template <token_commit Commit, class Policy, class Act>
+REPLAYSSM_HOST_DEVICE step_plan plan_step(const mamba2_head_state<Policy, Act>& st, int32_t tokens) {
   const replay_cursor c = st.cursor != nullptr ? *st.cursor : replay_cursor{0, 0u, 0, 0};
-  step_plan plan{c.length, tokens, 0, false, c.start, st.window_entries, c.flushes, step_ok};
+  constexpr bool one_token = Commit == token_commit::immediate;
+  // A decode step's token count is the constant 1: its loops over tokens then compile away
+  // (with a run-time count the write-back kernel took 127 registers per thread, not 75).
+  step_plan plan{c.length, one_token ? 1 : tokens, 0, false, c.start, st.window_entries, c.flushes, step_ok};
   if (st.phase < 0 || st.phase >= Policy::window) return plan.error = error_phase_out_of_range, plan;
-  const bool one_token = commit == token_commit::immediate;
   if (tokens < 1 || tokens > max_draft_tokens || tokens > Policy::window || (one_token && tokens != 1))
     return plan.error = error_tokens_out_of_range, plan;
   const int32_t capacity = c.flushes == 0 ? Policy::window - st.phase : Policy::window;
   if (c.length < 0 || c.length > capacity || c.start < 0 || c.start >= (st.window_entries > 0 ? st.window_entries : 1))
     return plan.error = error_cursor_out_of_range, plan;
-  if (one_token) {
+  if constexpr (one_token) {
     plan.flush = c.length + 1 >= capacity;
     plan.flushed = plan.flush ? c.length + 1 : 0;
   } else {
@@ -243,7 +255,10 @@ REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_
     scratch[l.scale + j] = dt;
     scratch[l.log_decay + j] = mamba2::log_decay(dt, in.A);
   });
-  ex.for_each(plan.tokens * N, [&](int i) { scratch[l.C + i] = detail::load_act(in.C.at(i / N), i % N); });
+  // Loops over tokens stay outside the parallel loops: a decode step's single token then
+  // needs no index arithmetic.
+  for (int32_t t = 0; t < plan.tokens; ++t)
+    ex.for_each(N, [&](int n) { scratch[l.C + t * N + n] = detail::load_act(in.C.at(t), n); });
   // Entry x (rows padded with zeros) is staged here, in the same memory latency: reading it
   // per row in the window sum serialized one latency per entry (365 against 303 us per read
   // step at batch 256 and k = 16 against k = 1 on the H200).
@@ -261,10 +276,12 @@ REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_
   }
   // Token t (entry L + t) sees the new checkpoint decayed over entries F .. L + t, and those
   // entries with their coefficients.
-  ex.for_each(plan.tokens * E, [&](int i) {
-    const int32_t t = i / E, j = F + i % E, last = plan.length + t;
-    if (j <= last) scratch[l.query_coef + i] = window_coefficient(scratch + l.log_decay, scratch + l.scale, j, last + 1);
-  });
+  for (int32_t t = 0; t < plan.tokens; ++t) {
+    const int32_t last = plan.length + t;
+    ex.for_each(last + 1 - F, [&](int i) {
+      scratch[l.query_coef + t * E + i] = window_coefficient(scratch + l.log_decay, scratch + l.scale, F + i, last + 1);
+    });
+  }
   ex.for_each(plan.tokens, [&](int t) {
     scratch[l.query_decay + t] = math::exp(suffix_log_decay(scratch + l.log_decay, F - 1, plan.length + t + 1));
   });
@@ -284,7 +301,7 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
   using read_format = typename Policy::read_format;
   constexpr int Kc = ckpt_format::chunk_elems;
   constexpr int Kr = read_format::chunk_elems;
-  constexpr int KI = Policy::shared_state ? Kc : (Kc > Kr ? Kc : Kr);
+  constexpr int KI = mamba2_scratch_layout<Policy>::flush_width;
   constexpr int R = mamba2_scratch_layout<Policy>::template rows_per_item<KI>;
   const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, F = plan.flushed;
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
@@ -347,54 +364,77 @@ REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_state<Pol
                                      float* scratch) {
   using read_format = typename Policy::read_format;
   constexpr int Kr = read_format::chunk_elems;
-  constexpr int R = mamba2_scratch_layout<Policy>::template rows_per_item<Kr>;
-  const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, columns = N / Kr;
+  constexpr int KR = mamba2_scratch_layout<Policy>::read_width;
+  constexpr int R = mamba2_scratch_layout<Policy>::template rows_per_item<KR>;
+  const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, columns = N / KR;
   const auto& view = [&]() -> const auto& {
     if constexpr (Policy::shared_state) return st.checkpoint; else return st.read_copy;
   }();
   ex.for_each(Pp / R * columns, [&](int item) {
     const int32_t r0 = item / columns * R, col = item % columns;
-    float s[R][Kr];
+    float s[R][KR];
     for (int r = 0; r < R; ++r) {
-      if (r0 + r < P) view.load((r0 + r) * columns + col, s[r]);
+      for (int q = 0; q < KR / Kr; ++q) {
+        float chunk[Kr] = {};
+        if (r0 + r < P) view.load((r0 + r) * (N / Kr) + col * (KR / Kr) + q, chunk);
+        for (int e = 0; e < Kr; ++e) s[r][q * Kr + e] = chunk[e];
+      }
     }
     for (int r = 0; r < R && r0 + r < P; ++r)
       for (int t = 0; t < plan.tokens; ++t)
         scratch[l.partial + (t * Pp + r0 + r) * l.partial_stride + col] =
-            detail::dot_chunk(s[r], scratch + l.C + t * N + col * Kr);
+            detail::dot_chunk(s[r], scratch + l.C + t * N + col * KR);
   });
 }
 
-/// The window term of every token t: sum over entries j in [F, L + t] of
-/// coef_tj (B_j . C_t) x_j per row. Starts with the B . C partials, which need no barrier
-/// after the state pass.
+/// Token t (entry L + t) sees entries F .. L + t: this many of them.
+REPLAYSSM_HOST_DEVICE int32_t entries_seen(const step_plan& plan, int32_t t) {
+  return plan.length + t + 1 - plan.flushed;
+}
+
+/// The window term of every token t, first part: the B_j . C_t partial sums, per 16
+/// columns, of the entries it sees. Issued before the state pass and without a barrier, so
+/// that their loads overlap the state's (placed after it, the read step took 18% longer).
 template <class Policy, class Act, class Exec>
-REPLAYSSM_HOST_DEVICE void window_terms(const Exec& ex, const mamba2_head_inputs<Act>& in,
-                                        const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
-                                        const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
-                                        float* scratch) {
+REPLAYSSM_HOST_DEVICE void window_dots(const Exec& ex, const mamba2_head_inputs<Act>& in,
+                                       const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
+                                       const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
+                                       float* scratch) {
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
-  const int32_t N = shape.state_dim, Pp = l.padded_rows, E = l.entries, F = plan.flushed, blocks16 = N / 16;
-  auto seen = [&](int32_t t, int32_t i) { return F + i <= plan.length + t; };  // entry F + i by token t
-  ex.for_each(plan.tokens * E * blocks16, [&](int i) {
-    const int32_t te = i / blocks16, cb = i % blocks16, t = te / E;
-    if (seen(t, te % E))
-      scratch[l.bc_partial + i] = detail::dot16(entry.B(F + te % E) + cb * 16, scratch + l.C + t * N + cb * 16);
-  });
+  const int32_t N = shape.state_dim, E = l.entries, blocks16 = N / 16;
+  for (int32_t t = 0; t < plan.tokens; ++t) {
+    ex.for_each(entries_seen(plan, t) * blocks16, [&](int i) {
+      const int32_t e = i / blocks16, cb = i % blocks16;
+      scratch[l.bc_partial + t * E * blocks16 + i] =
+          detail::dot16(entry.B(plan.flushed + e) + cb * 16, scratch + l.C + t * N + cb * 16);
+    });
+  }
+}
+
+/// The window term of every token t, second part: sum over the entries j it sees of
+/// coef_tj (B_j . C_t) x_j per row. Starts with a barrier (after the state pass).
+template <class Policy, class Exec>
+REPLAYSSM_HOST_DEVICE void window_sums(const Exec& ex, mamba2_shape shape, const step_plan& plan,
+                                       const mamba2_scratch_layout<Policy>& l, float* scratch) {
+  const int32_t Pp = l.padded_rows, E = l.entries, F = plan.flushed, blocks16 = shape.state_dim / 16;
   ex.sync();
-  ex.for_each(plan.tokens * E, [&](int i) {
-    if (!seen(i / E, i % E)) return;
-    float bc = 0.0f;
-    for (int cb = 0; cb < blocks16; ++cb) bc = math::add(bc, scratch[l.bc_partial + i * blocks16 + cb]);
-    scratch[l.weight + i] = math::mul(scratch[l.query_coef + i], bc);
-  });
+  for (int32_t t = 0; t < plan.tokens; ++t) {
+    ex.for_each(entries_seen(plan, t), [&](int e) {
+      const int32_t i = t * E + e;
+      float bc = 0.0f;
+      for (int cb = 0; cb < blocks16; ++cb) bc = math::add(bc, scratch[l.bc_partial + i * blocks16 + cb]);
+      scratch[l.weight + i] = math::mul(scratch[l.query_coef + i], bc);
+    });
+  }
   ex.sync();
-  ex.for_each(plan.tokens * Pp, [&](int i) {
-    const int32_t t = i / Pp, p = i % Pp;
-    float acc = 0.0f;
-    for (int32_t e = 0; seen(t, e); ++e) acc = math::fma(scratch[l.weight + t * E + e], scratch[l.xw + (F + e) * Pp + p], acc);
-    scratch[l.window_sum + i] = acc;
-  });
+  for (int32_t t = 0; t < plan.tokens; ++t) {
+    ex.for_each(Pp, [&](int p) {
+      float acc = 0.0f;
+      for (int32_t e = 0; e < entries_seen(plan, t); ++e)
+        acc = math::fma(scratch[l.weight + t * E + e], scratch[l.xw + (F + e) * Pp + p], acc);
+      scratch[l.window_sum + t * Pp + p] = acc;
+    });
+  }
   ex.sync();
 }
 
@@ -405,13 +445,11 @@ REPLAYSSM_HOST_DEVICE void write_outputs(const Exec& ex, const mamba2_head_input
                                          mamba2_shape shape, const step_plan& plan,
                                          const mamba2_scratch_layout<Policy>& l,
                                          const float* scratch) {
-  using ckpt_format = typename Policy::checkpoint_format;
-  using read_format = typename Policy::read_format;
-  constexpr int Kc = ckpt_format::chunk_elems, Kr = read_format::chunk_elems;
-  constexpr int KI = Policy::shared_state ? Kc : (Kc > Kr ? Kc : Kr);
-  const int32_t P = shape.head_dim, Pp = l.padded_rows, columns = shape.state_dim / (plan.flush ? KI : Kr);
-  ex.for_each(plan.tokens * P, [&](int i) {
-    const int32_t t = i / P, p = i % P, row = t * Pp + p;
+  using layout = mamba2_scratch_layout<Policy>;
+  const int32_t P = shape.head_dim, Pp = l.padded_rows,
+                columns = shape.state_dim / (plan.flush ? layout::flush_width : layout::read_width);
+  for (int32_t t = 0; t < plan.tokens; ++t) ex.for_each(P, [&](int p) {
+    const int32_t row = t * Pp + p;
     float state_term = 0.0f;
     for (int c = 0; c < columns; ++c) state_term = math::add(state_term, scratch[l.partial + row * l.partial_stride + c]);
     state_term = math::mul(scratch[l.query_decay + t], state_term);
@@ -431,13 +469,14 @@ REPLAYSSM_HOST_DEVICE void append_tokens(const Exec& ex, const mamba2_head_input
                                          const float* scratch) {
   if (plan.flushed == plan.entries()) return;
   const int32_t P = shape.head_dim, N = shape.state_dim, L = plan.length;
-  ex.for_each(plan.tokens * P, [&](int i) {
-    st.window_x[plan.ring_slot(L + i / P) * st.window_x_stride + i % P] = in.x.at(i / P)[i % P];
-  });
-  if (st.appends_key)
-    ex.for_each(plan.tokens * N, [&](int i) {
-      st.window_B[plan.ring_slot(L + i / N) * st.window_B_stride + i % N] = in.B.at(i / N)[i % N];
-    });
+  for (int32_t t = 0; t < plan.tokens; ++t) {
+    Act* x = st.window_x + plan.ring_slot(L + t) * st.window_x_stride;
+    ex.for_each(P, [&](int p) { x[p] = in.x.at(t)[p]; });
+    if (st.appends_key) {
+      Act* B = st.window_B + plan.ring_slot(L + t) * st.window_B_stride;
+      ex.for_each(N, [&](int n) { B[n] = in.B.at(t)[n]; });
+    }
+  }
   ex.for_each(plan.tokens,
               [&](int t) { st.window_dt[plan.ring_slot(L + t) * st.window_dt_stride] = scratch[l.scale + L + t]; });
 }
@@ -453,22 +492,23 @@ REPLAYSSM_HOST_DEVICE replay_cursor next_cursor(const step_plan& plan, token_com
 
 /// One step of one head: plan, stage, flush or read, outputs, window and cursor. Returns
 /// the step's error bits; on an error nothing is written.
-template <class Policy, class Act, class Exec>
+template <token_commit Commit, class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE uint32_t mamba2_head_tokens(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                                   const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
-                                                  token_commit commit, float* scratch) {
-  const step_plan plan = plan_step(st, in.tokens, commit);
+                                                  float* scratch) {
+  const step_plan plan = plan_step<Commit>(st, in.tokens);
   if (plan.error != step_ok) return plan.error;
-  const auto l = mamba2_scratch_layout<Policy>::make(shape, in.tokens);
+  const auto l = mamba2_scratch_layout<Policy>::make(shape, plan.tokens);
   stage_coefficients(ex, in, st, shape, plan, l, scratch);
+  window_dots(ex, in, st, shape, plan, l, scratch);
   if (plan.flush)
     flush_rows(ex, in, st, shape, plan, l, scratch);
   else
     read_rows(ex, st, shape, plan, l, scratch);
-  window_terms(ex, in, st, shape, plan, l, scratch);
+  window_sums(ex, shape, plan, l, scratch);
   write_outputs(ex, in, shape, plan, l, scratch);
   append_tokens(ex, in, st, shape, plan, l, scratch);
-  if (st.cursor != nullptr && ex.leader()) *st.cursor = next_cursor(plan, commit);
+  if (st.cursor != nullptr && ex.leader()) *st.cursor = next_cursor(plan, Commit);
   return step_ok;
 }
 
@@ -477,7 +517,7 @@ template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE uint32_t mamba2_head_step(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                                 const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
                                                 float* scratch) {
-  return mamba2_head_tokens(ex, in, st, shape, token_commit::immediate, scratch);
+  return mamba2_head_tokens<token_commit::immediate>(ex, in, st, shape, scratch);
 }
 
 /// One verify step of one head: every draft's output from the checkpoint, the window and
@@ -486,7 +526,7 @@ template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE uint32_t mamba2_head_verify(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                                   const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
                                                   float* scratch) {
-  return mamba2_head_tokens(ex, in, st, shape, token_commit::pending, scratch);
+  return mamba2_head_tokens<token_commit::pending>(ex, in, st, shape, scratch);
 }
 
 }  // namespace replayssm
