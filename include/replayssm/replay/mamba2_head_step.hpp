@@ -95,19 +95,23 @@ struct mamba2_scratch_layout {
   /// the H200; 8 rows: 3.4 TB/s).
   template <int K>
   static constexpr int rows_per_item = K >= 16 ? 2 : (K >= 8 ? 4 : 8);
-  /// Columns one work item covers: whole chunks, at least 8 (two fp32 chunks), so that a
-  /// row has at most N / 8 partial sums per token. With one fp32 chunk per item, the
-  /// partial sums of a 4-draft verify step took 42 KB of shared memory per block and left
-  /// 3 blocks per SM (5 ms per step at batch 512 on the H200).
-  template <int K>
-  static constexpr int item_width = K < 8 ? 8 : K;
-  /// Item width of a read step (the read copy, or the checkpoint in shared mode).
-  static constexpr int read_width = item_width<Policy::read_format::chunk_elems>;
-  /// Item width of a flush: it writes the checkpoint and a separate read copy.
-  static constexpr int flush_width =
-      item_width<(Policy::shared_state || Policy::checkpoint_format::chunk_elems > Policy::read_format::chunk_elems)
-                     ? Policy::checkpoint_format::chunk_elems
-                     : Policy::read_format::chunk_elems>;
+  /// A work item covers units of a row: whole chunks of every format it reads or writes
+  /// (contiguous), at least 8 elements (two fp32 units), so that a row has at most N / 8
+  /// partial sums per token. With one fp32 chunk per item, the partial sums of a 4-draft
+  /// verify step took 42 KB of shared memory per block and left 3 blocks per SM (5 ms per
+  /// step at batch 512 on the H200). An item's units lie `columns` units apart, so that each
+  /// load of a warp reads consecutive memory: adjacent units made the fp32 flush 10% slower.
+  template <int Unit>
+  static constexpr int item_width = Unit < 8 ? 8 : Unit;
+  /// Unit and item width of a read step (the read copy, or the checkpoint in shared mode).
+  static constexpr int read_unit = Policy::read_format::chunk_elems;
+  static constexpr int read_width = item_width<read_unit>;
+  /// Unit and item width of a flush: it writes the checkpoint and a separate read copy.
+  static constexpr int flush_unit =
+      Policy::shared_state || Policy::checkpoint_format::chunk_elems > Policy::read_format::chunk_elems
+          ? Policy::checkpoint_format::chunk_elems
+          : Policy::read_format::chunk_elems;
+  static constexpr int flush_width = item_width<flush_unit>;
   static constexpr int min_width = read_width < flush_width ? read_width : flush_width;
   /// Entries a step can see: a full window plus the step's tokens.
   int32_t entries, tokens;
@@ -165,10 +169,18 @@ REPLAYSSM_HOST_DEVICE float dot16(const Act* a, const float* b) {
   return acc;
 }
 
-template <int K>
-REPLAYSSM_HOST_DEVICE float dot_chunk(const float (&s)[K], const float* q) {
+/// Element offset in a row of unit u of item `col`, of `columns` items per row.
+template <int Unit>
+REPLAYSSM_HOST_DEVICE int32_t unit_offset(int u, int32_t col, int32_t columns) {
+  return (u * columns + col) * Unit;
+}
+
+/// Dot product of an item's values (its units in order) with a row vector `q`.
+template <int Unit, int Width>
+REPLAYSSM_HOST_DEVICE float dot_item(const float (&s)[Width], const float* q, int32_t col, int32_t columns) {
   float acc = 0.0f;
-  for (int e = 0; e < K; ++e) acc = math::fma(s[e], q[e], acc);
+  for (int u = 0; u < Width / Unit; ++u)
+    for (int e = 0; e < Unit; ++e) acc = math::fma(s[u * Unit + e], q[unit_offset<Unit>(u, col, columns) + e], acc);
   return acc;
 }
 
@@ -301,6 +313,7 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
   using read_format = typename Policy::read_format;
   constexpr int Kc = ckpt_format::chunk_elems;
   constexpr int Kr = read_format::chunk_elems;
+  constexpr int U = mamba2_scratch_layout<Policy>::flush_unit;
   constexpr int KI = mamba2_scratch_layout<Policy>::flush_width;
   constexpr int R = mamba2_scratch_layout<Policy>::template rows_per_item<KI>;
   const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, F = plan.flushed;
@@ -317,39 +330,45 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
   random_stream_key key = st.key;
   key.flush_index = plan.flushes;
   ex.for_each(Pp / R * columns, [&](int item) {
-    const int32_t r0 = item / columns * R, col = item % columns, n0 = col * KI;
+    const int32_t r0 = item / columns * R, col = item % columns;
+    auto offset = [&](int u) { return detail::unit_offset<U>(u, col, columns); };
     float s[R][KI];
     for (int r = 0; r < R; ++r) {
-      for (int q = 0; q < KI / Kc; ++q) {
-        float chunk[Kc] = {};
-        if (r0 + r < P) source.load((r0 + r) * (N / Kc) + n0 / Kc + q, chunk);
-        for (int e = 0; e < Kc; ++e) s[r][q * Kc + e] = math::mul(total, chunk[e]);
+      for (int u = 0; u < KI / U; ++u) {
+        for (int q = 0; q < U / Kc; ++q) {
+          float chunk[Kc] = {};
+          if (r0 + r < P) source.load(((r0 + r) * N + offset(u)) / Kc + q, chunk);
+          for (int e = 0; e < Kc; ++e) s[r][u * U + q * Kc + e] = math::mul(total, chunk[e]);
+        }
       }
     }
     for (int j = 0; j < F; ++j) {
-      const float* b = scratch + l.Bw + j * N + n0;
       const float* x = scratch + l.xw + j * Pp + r0;
-      for (int r = 0; r < R; ++r)
-        for (int e = 0; e < KI; ++e) s[r][e] = math::fma(x[r], b[e], s[r][e]);
+      for (int u = 0; u < KI / U; ++u) {
+        const float* b = scratch + l.Bw + j * N + offset(u);
+        for (int r = 0; r < R; ++r)
+          for (int e = 0; e < U; ++e) s[r][u * U + e] = math::fma(x[r], b[e], s[r][u * U + e]);
+      }
     }
     for (int r = 0; r < R && r0 + r < P; ++r) {
       for (int t = 0; t < plan.tokens; ++t)
         scratch[l.partial + (t * Pp + r0 + r) * l.partial_stride + col] =
-            detail::dot_chunk(s[r], scratch + l.C + t * N + n0);
-      for (int q = 0; q < KI / Kc; ++q) {
-        float chunk[Kc];
-        for (int e = 0; e < Kc; ++e) chunk[e] = s[r][q * Kc + e];
-        st.checkpoint.template store<typename Policy::rounding>((r0 + r) * (N / Kc) + n0 / Kc + q,
-                                                                chunk, key);
-      }
-      if constexpr (!Policy::shared_state) {
-        // A separate read copy rounds to nearest: its error is never fed back into the
-        // recurrence, so stochastic rounding only adds variance (when the read copy still
-        // rounded stochastically, the precision study measured 1.4x the output error).
-        for (int q = 0; q < KI / Kr; ++q) {
-          float chunk[Kr];
-          for (int e = 0; e < Kr; ++e) chunk[e] = s[r][q * Kr + e];
-          st.read_copy.template store<round_nearest_even>((r0 + r) * (N / Kr) + n0 / Kr + q, chunk, key);
+            detail::dot_item<U>(s[r], scratch + l.C + t * N, col, columns);
+      for (int u = 0; u < KI / U; ++u) {
+        for (int q = 0; q < U / Kc; ++q) {
+          float chunk[Kc];
+          for (int e = 0; e < Kc; ++e) chunk[e] = s[r][u * U + q * Kc + e];
+          st.checkpoint.template store<typename Policy::rounding>(((r0 + r) * N + offset(u)) / Kc + q, chunk, key);
+        }
+        if constexpr (!Policy::shared_state) {
+          // A separate read copy rounds to nearest: its error is never fed back into the
+          // recurrence, so stochastic rounding only adds variance (when the read copy still
+          // rounded stochastically, the precision study measured 1.4x the output error).
+          for (int q = 0; q < U / Kr; ++q) {
+            float chunk[Kr];
+            for (int e = 0; e < Kr; ++e) chunk[e] = s[r][u * U + q * Kr + e];
+            st.read_copy.template store<round_nearest_even>(((r0 + r) * N + offset(u)) / Kr + q, chunk, key);
+          }
         }
       }
     }
@@ -374,16 +393,16 @@ REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_state<Pol
     const int32_t r0 = item / columns * R, col = item % columns;
     float s[R][KR];
     for (int r = 0; r < R; ++r) {
-      for (int q = 0; q < KR / Kr; ++q) {
+      for (int u = 0; u < KR / Kr; ++u) {
         float chunk[Kr] = {};
-        if (r0 + r < P) view.load((r0 + r) * (N / Kr) + col * (KR / Kr) + q, chunk);
-        for (int e = 0; e < Kr; ++e) s[r][q * Kr + e] = chunk[e];
+        if (r0 + r < P) view.load(((r0 + r) * N + detail::unit_offset<Kr>(u, col, columns)) / Kr, chunk);
+        for (int e = 0; e < Kr; ++e) s[r][u * Kr + e] = chunk[e];
       }
     }
     for (int r = 0; r < R && r0 + r < P; ++r)
       for (int t = 0; t < plan.tokens; ++t)
         scratch[l.partial + (t * Pp + r0 + r) * l.partial_stride + col] =
-            detail::dot_chunk(s[r], scratch + l.C + t * N + col * KR);
+            detail::dot_item<Kr>(s[r], scratch + l.C + t * N, col, columns);
   });
 }
 
@@ -402,6 +421,9 @@ REPLAYSSM_HOST_DEVICE void window_dots(const Exec& ex, const mamba2_head_inputs<
                                        float* scratch) {
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
   const int32_t N = shape.state_dim, E = l.entries, blocks16 = N / 16;
+  // Each thread reads 16 consecutive elements of B from global memory: ncu counts 67% of
+  // the sectors as excess, but staging B in shared memory instead (consecutive threads on
+  // consecutive elements) made the read step 27% slower on the H200, on bank conflicts.
   for (int32_t t = 0; t < plan.tokens; ++t) {
     ex.for_each(entries_seen(plan, t) * blocks16, [&](int i) {
       const int32_t e = i / blocks16, cb = i % blocks16;
