@@ -52,8 +52,7 @@ struct bench_layer {
     num_slots = std::max(needed, int(4 * l2_bytes / slot_bytes) + 1);
     const auto sizes = mamba2_buffers<Policy>(s, num_slots, dtype::bf16, window_drafts);
     const size_t rows = size_t(batch) * tokens, d = size_t(s.heads) * s.head_dim, gn = size_t(s.groups) * s.state_dim;
-    p = contiguous_mamba2_params(s, batch, dtype::bf16);
-    p.tokens = tokens;
+    p = contiguous_mamba2_params(s, batch, dtype::bf16, tokens);
     p.window_entries = window_drafts > 0 ? Policy::window + window_drafts : 0;
     p.x = random<act_t>(rows * d, 1.0f, 1);
     p.z = random<act_t>(rows * d, 1.0f, 2);

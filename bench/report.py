@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Tables and the speedup plot of docs/benchmarks.md, from mamba2_decode_bench's JSON.
+"""Tables and the speedup plot of docs/benchmarks.md, from mamba2_decode_bench's JSON
+(decode steps, split precision, speculative decoding).
 
 usage: python3 bench/report.py RESULTS.json [--plot docs/speedup.png]
 Prints Markdown tables to stdout; with --plot writes a PNG of speedup against batch size.
@@ -11,18 +12,22 @@ import re
 from collections import defaultdict
 
 NAME = re.compile(r"^(?P<kind>[a-z_]+)/(?P<shape>nano|super)/(?P<mode>[a-z0-9_]+)(?:/(?P<window>W\d+))?/batch:(?P<batch>\d+)")
+SPEC = re.compile(r"^spec_(?P<kind>replay|snapshot)/(?P<shape>nano|super)/fp32/W16/T(?P<drafts>\d+)/batch:(?P<batch>\d+)/")
 
 
 def load(path):
     with open(path) as f:
         data = json.load(f)
-    rows = {}
+    rows, spec = {}, {}
     for b in data["benchmarks"]:
         m = NAME.match(b["name"])
         if m:
             key = (m["kind"], m["shape"], m["mode"], m["window"] or "", int(m["batch"]))
             rows[key] = b
-    return data["context"], rows
+        m = SPEC.match(b["name"])
+        if m:
+            spec[(m["kind"], m["shape"], int(m["drafts"]), int(m["batch"]))] = b
+    return data["context"], rows, spec
 
 
 def us(b):
@@ -70,6 +75,20 @@ def split_table(rows, shape):
     return "\n".join(out)
 
 
+def spec_table(spec, shape):
+    out = [f"\n**{shape}, speculative decoding, FP32 state, W=16, T=4 drafts, mean 2.5 accepted** "
+           "(median us per verify + commit round)\n",
+           "| batch | replay us | snapshot us | replay accepted tok/s | snapshot accepted tok/s | speedup | "
+           "snapshot memory (GB per layer) | replay window ring extra (MB per layer) |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for (kind, s, drafts, n) in sorted(k for k in spec if k[0] == "replay" and k[1] == shape):
+        r, b = spec[("replay", shape, drafts, n)], spec[("snapshot", shape, drafts, n)]
+        out.append(f"| {n} | {r['round_us']:.1f} | {b['round_us']:.1f} | {r['accepted_tokens_per_s'] / 1e3:.0f}k | "
+                   f"{b['accepted_tokens_per_s'] / 1e3:.0f}k | {b['round_us'] / r['round_us']:.2f} | "
+                   f"{r['snapshot_bytes'] / 1e9:.2f} | {r['window_extra_bytes'] / 1e6:.2f} |")
+    return "\n".join(out)
+
+
 def plot(rows, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -96,7 +115,7 @@ def main():
     parser.add_argument("results")
     parser.add_argument("--plot")
     args = parser.parse_args()
-    context, rows = load(args.results)
+    context, rows, spec = load(args.results)
     print(f"Device copy bandwidth {float(context['copy_bandwidth_GBps']):.0f} GB/s, "
           f"read bandwidth {float(context['read_bandwidth_GBps']):.0f} GB/s (measured by the benchmark); "
           f"run {context['date']}.")
@@ -105,6 +124,8 @@ def main():
             print(step_tables(rows, shape, mode))
         print(flush_table(rows, shape))
     print(split_table(rows, "nano"))
+    for shape in ("nano", "super"):
+        print(spec_table(spec, shape))
     if args.plot:
         plot(rows, args.plot)
 

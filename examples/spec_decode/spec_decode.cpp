@@ -349,9 +349,7 @@ layer_stack make_stack(backend& be, const options& o, const weights& w, const up
   const auto sizes = mamba2_buffers<Policy>(s, o.batch, dtype::f32, tokens);
   for (int l = 0; l < o.layers; ++l) {
     // Contiguous rows, so each activation's batch stride is its token-row stride.
-    mamba2_params p = contiguous_mamba2_params(s, st.rows, dtype::f32);
-    p.batch = o.batch;
-    p.tokens = tokens;
+    mamba2_params p = contiguous_mamba2_params(s, o.batch, dtype::f32, tokens);
     p.x = st.view.hidden;
     p.z = st.view.z;
     p.B = st.view.B;

@@ -31,7 +31,8 @@ struct mamba2_buffer_sizes {
 
 /// Buffer sizes for `Policy` (call with num_slots = 1 for bytes per request per layer). For
 /// speculative verify steps of up to `draft_tokens` drafts the window ring holds that many
-/// entries more than the window (`mamba2_params::window_entries`).
+/// entries more than the window (`mamba2_params::window_entries`); a write-back policy has
+/// no window, and `draft_tokens` changes nothing for it.
 template <class Policy>
 constexpr mamba2_buffer_sizes mamba2_buffers(mamba2_layer_shape s, int64_t num_slots, dtype act,
                                              int32_t draft_tokens = 0) {

@@ -43,15 +43,15 @@ struct mamba2_params {
   dtype act_dtype = dtype::f32;
   const void* x = nullptr;  ///< [batch * tokens][H][P]
   int64_t x_batch_stride = 0, x_head_stride = 0;
-  const void* z = nullptr;  ///< [batch][H][P] gate, optional
+  const void* z = nullptr;  ///< [batch * tokens][H][P] gate, optional
   int64_t z_batch_stride = 0, z_head_stride = 0;
-  void* y = nullptr;  ///< [batch][H][P] output
+  void* y = nullptr;  ///< [batch * tokens][H][P] output
   int64_t y_batch_stride = 0, y_head_stride = 0;
-  const void* dt = nullptr;  ///< [batch][H] raw step sizes
+  const void* dt = nullptr;  ///< [batch * tokens][H] raw step sizes
   int64_t dt_batch_stride = 0, dt_head_stride = 0;
-  const void* B = nullptr;  ///< [batch][G][N]
+  const void* B = nullptr;  ///< [batch * tokens][G][N]
   int64_t B_batch_stride = 0, B_group_stride = 0;
-  const void* C = nullptr;  ///< [batch][G][N]
+  const void* C = nullptr;  ///< [batch * tokens][G][N]
   int64_t C_batch_stride = 0, C_group_stride = 0;
 
   // Per-head weights, float.
@@ -96,12 +96,13 @@ struct mamba2_params {
   uint32_t* error_flags = nullptr;
 };
 
-/// Params of a batch whose activations are all contiguous (`[batch][heads][head_dim]`,
-/// `[batch][heads]`, `[batch][groups][state_dim]`): shape, dtype and strides set, every
-/// pointer still null.
-inline mamba2_params contiguous_mamba2_params(mamba2_layer_shape s, int32_t batch, dtype act) {
+/// Params of a batch whose activations are all contiguous (`[batch * tokens][heads][head_dim]`,
+/// `[batch * tokens][heads]`, `[batch * tokens][groups][state_dim]`): shape, dtype, tokens
+/// per request and strides set, every pointer still null.
+inline mamba2_params contiguous_mamba2_params(mamba2_layer_shape s, int32_t batch, dtype act, int32_t tokens = 1) {
   mamba2_params p;
   p.batch = batch;
+  p.tokens = tokens;
   p.heads = s.heads;
   p.head_dim = s.head_dim;
   p.state_dim = s.state_dim;
