@@ -2,15 +2,20 @@
 /// \file mamba2_head_step.hpp
 /// Layer 5: the replay primitives for one Mamba-2 head of one request, written once for an
 /// executor (replay/executor.hpp): the CPU path runs them serially, a CUDA block runs them
-/// with its threads. An engine calls `mamba2_head_step` inside its own kernel with views of
-/// its own buffers, or the pieces (`stage_*`, `flush_rows`, `read_rows`, `append_step`).
+/// with its threads. An engine calls `mamba2_head_step` (decode) or `mamba2_head_verify`
+/// (speculative drafts) inside its own kernel with views of its own buffers, or the pieces
+/// (`plan_step`, `stage_coefficients`, `window_dots`, `flush_rows` or `read_rows`,
+/// `window_sums`, `write_outputs`, `append_tokens`).
 ///
-/// A step of a request with k = length + 1 window entries (the current token included):
+/// A decode step of a request with k = length + 1 window entries (the current token included):
 ///  - window not full: y = exp(L_k) (R C_k) + sum_j coef_j (B_j . C_k) x_j + D x_k, from the
 ///    read copy R and the window; the token is appended; no state is written;
 ///  - window full (flush): S = exp(L_k) S_c + sum_j coef_j x_j B_j^T is written to the
 ///    checkpoint (and the read copy), y = S C_k + D x_k, the window is emptied.
-/// The conventional write-back step is the flush of a window of one.
+/// The conventional write-back step is the flush of a window of one. A verify step of T
+/// drafts is the same with T queries: draft t sees the checkpoint (or read copy), the window
+/// and drafts 0..t, the state is read once for all of them, and the committed entries are
+/// flushed first when the drafts would not fit after them.
 #pragma once
 
 #include <cstddef>
@@ -301,9 +306,9 @@ REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_
 }
 
 /// Flush: forms the state after the first F entries, writes the checkpoint (and a separate
-/// read copy) through the policy's formats and rounding, and leaves per-chunk partial sums of
-/// S C_t for every token t in scratch. A work item is a few rows by a chunk of the wider
-/// format. Ends without a barrier.
+/// read copy) through the policy's formats and rounding, and leaves per-item partial sums of
+/// S C_t for every token t in scratch. A work item is a few rows by `flush_width` columns.
+/// Ends without a barrier.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                       const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
@@ -375,7 +380,7 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
   });
 }
 
-/// Read: per-chunk partial sums of R C_t from the read copy for every token t, the state
+/// Read: per-item partial sums of R C_t from the read copy for every token t, the state
 /// read once for all of them. Ends without a barrier.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
