@@ -27,19 +27,26 @@ namespace cuda {
 /// on it (the random bits and every reduction order are fixed by the data layout).
 inline constexpr int decode_block_threads = 128;
 
-/// Blocks per SM the ready-made kernels ask registers for: 768 threads' worth, at most 80
-/// registers per thread. Capping at 64 (8 blocks of 128) spilled the fp32 flush and made the
-/// write-back step 10% slower on the H200 (625 against 571 us at batch 256); with no cap the
-/// register allocator's choice swung between 76 and 118 registers (6 and 4 blocks) on small
-/// changes of the step's code. Carving all of L1 out as shared memory changed nothing
-/// measurable (492 against 485 us).
-template <int Threads>
-inline constexpr int decode_min_blocks = Threads >= 768 ? 1 : 768 / Threads;
+/// Blocks per SM the ready-made kernels ask registers for, `Blocks` x 128 threads' worth.
+/// With no cap the register allocator's choice swung between 76 and 118 registers (6 and 4
+/// blocks) on small changes of the step's code. Replay decode steps run 8 blocks (64
+/// registers, a few spilled): 416 against 468 us at batch 256 on the H200 with 6 blocks (80
+/// registers). The write-back and verify steps stay at 6: at 64 registers the verify step
+/// spilled 64 bytes and took 2.67 against 2.50 ms per round at batch 512, and capping the
+/// write-back step at 64 spilled its flush (625 against 571 us at batch 256). Carving all of
+/// L1 out as shared memory changed nothing measurable (492 against 485 us).
+template <int Threads, int Blocks>
+inline constexpr int decode_min_blocks = 128 * Blocks / Threads > 0 ? 128 * Blocks / Threads : 1;
+
+/// `Blocks` of decode_min_blocks for a step kind.
+template <class Policy, token_commit Commit>
+inline constexpr int step_blocks_per_sm = Policy::is_writeback || Commit == token_commit::pending ? 6 : 8;
 
 /// One block runs one head of one request: a decode (`immediate`) or verify (`pending`) step.
 template <class Policy, class Act, int Threads = decode_block_threads,
           token_commit Commit = token_commit::immediate>
-__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads>) mamba2_decode_kernel(const mamba2_params p) {
+__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, step_blocks_per_sm<Policy, Commit>>)
+    mamba2_decode_kernel(const mamba2_params p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "mamba2_decode_kernel: Threads must be whole warps");
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
@@ -56,7 +63,7 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads>) mamba2_de
 
 /// The snapshot baseline's verify step: one block per (request, head), drafts in order.
 template <class StateFormat, class Act, int Threads = decode_block_threads>
-__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads>) mamba2_snapshot_kernel(const mamba2_params p) {
+__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, 6>) mamba2_snapshot_kernel(const mamba2_params p) {
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
   const int32_t slot = request_slot(p, b);
