@@ -42,6 +42,7 @@ struct round_plan {
 struct spec_result {
   int rounds = 0, drafts = 0, accepted = 0;
   int flushing_rounds = 0;  ///< verify steps that flushed the committed entries first
+  bool ring_wrapped = false;  ///< some window started past ring slot 0 (its entries wrap around)
   double max_output_error = 0, max_snapshot_output_error = 0, max_state_error = 0;
 };
 
@@ -121,6 +122,7 @@ spec_result run_spec_scenario(const mamba2_case& c, int tokens, int rounds, tole
       }
     }
     r.flushing_rounds += flushed ? 1 : 0;
+    for (int b = 0; b < c.batch; ++b) r.ring_wrapped |= replay.cursors[size_t(slots[size_t(b)]) * s.heads].start > 0;
     st = run.commit(p, replay);
     INFO(st.message());
     REQUIRE(st.ok());
@@ -159,6 +161,7 @@ spec_result run_spec_scenario(const mamba2_case& c, int tokens, int rounds, tole
                  << r.flushing_rounds << " output err=" << r.max_output_error << " snapshot output err="
                  << r.max_snapshot_output_error << " state err=" << r.max_state_error);
   CHECK(r.flushing_rounds > 0);
+  CHECK(r.ring_wrapped);
   CHECK(r.max_output_error <= tol.output);
   CHECK(r.max_snapshot_output_error <= tol.output);
   CHECK(r.max_state_error <= tol.state);
