@@ -7,10 +7,6 @@
 //   replay_vs_naive_max_rel_err=<value> steps=<n> mode=<describe()>
 //
 // Runs on the CPU by default; `--device cuda` runs the same steps on the GPU.
-#include <replayssm/replayssm.hpp>
-#if REPLAYSSM_CUDA_COMPILER
-#include <replayssm/kernels/cuda_decode.cuh>
-#endif
 
 #include <algorithm>
 #include <chrono>
@@ -23,7 +19,9 @@
 #include <string>
 #include <vector>
 
-using namespace replayssm;
+#include "../common/example_backend.hpp"
+
+using namespace replayssm_example;
 
 namespace {
 
@@ -106,14 +104,7 @@ struct stack_view {
   }
   /// hidden = rmsnorm(hidden + y).
   REPLAYSSM_HOST_DEVICE void residual(int b) const {
-    float* h = hidden + size_t(b) * d_model;
-    double sum = 0;
-    for (int i = 0; i < d_model; ++i) {
-      h[i] += y[size_t(b) * d_model + i];
-      sum += double(h[i]) * h[i];
-    }
-    const float inv = float(1.0 / std::sqrt(sum / d_model + 1e-6));
-    for (int i = 0; i < d_model; ++i) h[i] *= inv;
+    add_and_rmsnorm(hidden + size_t(b) * d_model, y + size_t(b) * d_model, d_model);
   }
   /// Greedy toy sampler: the position of the largest activation, folded into the vocabulary.
   REPLAYSSM_HOST_DEVICE int32_t next_token(int b) const {
@@ -124,104 +115,6 @@ struct stack_view {
     return int32_t(best % vocab);
   }
 };
-
-/// Where buffers live and how the steps run: host memory and the CPU path, or the GPU.
-class backend {
- public:
-  explicit backend(bool cuda) : cuda_(cuda) {}
-  backend(const backend&) = delete;
-  backend& operator=(const backend&) = delete;
-  ~backend() {
-    for (void* p : owned_) release(p);
-  }
-
-  /// A zeroed buffer of `bytes` bytes, 256-byte aligned.
-  void* allocate(size_t bytes) {
-    void* p = nullptr;
-    bytes = std::max<size_t>(bytes, 1);
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) {
-      check(cudaMalloc(&p, bytes), "cudaMalloc");
-      check(cudaMemset(p, 0, bytes), "cudaMemset");
-      owned_.push_back(p);
-      return p;
-    }
-#endif
-    p = ::operator new(bytes, std::align_val_t(256));
-    std::memset(p, 0, bytes);
-    owned_.push_back(p);
-    return p;
-  }
-  template <class T>
-  T* upload(const std::vector<T>& v) {
-    T* p = static_cast<T*>(allocate(v.size() * sizeof(T)));
-    copy(p, v.data(), v.size() * sizeof(T));
-    return p;
-  }
-  template <class T>
-  std::vector<T> download(const T* p, size_t n) const {
-    std::vector<T> v(n);
-    copy(v.data(), p, n * sizeof(T));
-    return v;
-  }
-  void copy(void* to, const void* from, size_t bytes) const {
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return check(cudaMemcpy(to, from, bytes, cudaMemcpyDefault), "cudaMemcpy");
-#endif
-    std::memcpy(to, from, bytes);
-  }
-  void synchronize() const {
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-#endif
-  }
-  template <class Policy>
-  void decode_step(const mamba2_params& p) const {
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return cuda::mamba2_decode_step<Policy>(p).throw_if_error();
-#endif
-    cpu::mamba2_decode_step<Policy>(p).throw_if_error();
-  }
-  /// Runs `piece(view, b)` for every request b.
-  template <class Piece>
-  void for_each_request(const stack_view& v, int batch, Piece piece) const;
-
-  static void check(int code, const char* what) {
-    if (code != 0) throw std::runtime_error(std::string(what) + " failed with code " + std::to_string(code));
-  }
-
- private:
-  void release(void* p) {
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) {
-      cudaFree(p);
-      return;
-    }
-#endif
-    ::operator delete(p, std::align_val_t(256));
-  }
-  bool cuda_;
-  std::vector<void*> owned_;
-};
-
-#if REPLAYSSM_CUDA_COMPILER
-template <class Piece>
-__global__ void per_request_kernel(stack_view v, int batch, Piece piece) {
-  const int b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b < batch) piece(v, b);
-}
-#endif
-
-template <class Piece>
-void backend::for_each_request(const stack_view& v, int batch, Piece piece) const {
-#if REPLAYSSM_CUDA_COMPILER
-  if (cuda_) {
-    per_request_kernel<<<(batch + 63) / 64, 64>>>(v, batch, piece);
-    return check(cudaGetLastError(), "per-request kernel");
-  }
-#endif
-  for (int b = 0; b < batch; ++b) piece(v, b);
-}
 
 // The per-request pieces as function objects, callable on host and device.
 struct embed_piece {
@@ -237,38 +130,6 @@ struct residual_piece {
 struct sample_piece {
   int32_t* tokens;
   REPLAYSSM_HOST_DEVICE void operator()(const stack_view& v, int b) const { tokens[b] = v.next_token(b); }
-};
-
-/// Weights shared by both stacks, drawn from a fixed seed.
-struct model_weights {
-  std::vector<float> A, D, dt_bias;  // [layers][heads]
-  std::vector<float> embed, z_table, bc_table, dt_table;
-  std::vector<std::vector<float>> initial_state;  // [layers] -> [batch][H][P][N], as after a prefill
-
-  model_weights(const options& o) {
-    std::mt19937_64 rng(o.seed);
-    std::normal_distribution<float> unit(0.0f, 1.0f), raw_dt(0.0f, 0.3f), small(0.0f, 0.5f);
-    std::uniform_real_distribution<float> log_a(0.0f, std::log(16.0f)), log_dt(std::log(1e-3f), std::log(1e-1f));
-    const auto& s = o.shape;
-    const size_t d = size_t(s.heads) * s.head_dim, gn = size_t(s.groups) * s.state_dim;
-    for (int i = 0; i < o.layers * s.heads; ++i) {
-      A.push_back(-std::exp(log_a(rng)));
-      D.push_back(1.0f);
-      dt_bias.push_back(std::log(std::expm1(std::exp(log_dt(rng)))));
-    }
-    auto fill = [&](std::vector<float>& v, size_t n, std::normal_distribution<float>& dist) {
-      v.resize(n);
-      for (auto& e : v) e = dist(rng);
-    };
-    fill(embed, size_t(o.vocab) * d, unit);
-    fill(z_table, size_t(o.layers) * o.vocab * d, unit);
-    fill(bc_table, size_t(o.layers) * o.vocab * 2 * gn, unit);
-    fill(dt_table, size_t(o.layers) * o.vocab * s.heads, raw_dt);
-    for (int l = 0; l < o.layers; ++l) {
-      initial_state.emplace_back();
-      fill(initial_state.back(), size_t(o.batch) * s.state_elements(), small);
-    }
-  }
 };
 
 /// One stack of layers under one policy: its state buffers, activations and parameters.
@@ -321,12 +182,12 @@ struct stack {
 
   /// One token for the whole batch: embed, every layer with its residual.
   void step(const backend& be, int batch) {
-    be.for_each_request(view, batch, embed_piece{});
+    be.for_each_row(view, batch, embed_piece{});
     for (size_t l = 0; l < layers.size(); ++l) {
       view.y = y_per_layer[l];
-      be.for_each_request(view, batch, inputs_piece{int(l)});
+      be.for_each_row(view, batch, inputs_piece{int(l)});
       be.template decode_step<Policy>(layers[l]);
-      be.for_each_request(view, batch, residual_piece{});
+      be.for_each_row(view, batch, residual_piece{});
     }
   }
 };
@@ -366,7 +227,7 @@ int run(const options& o) {
               s.heads, s.head_dim, s.state_dim, s.groups, o.batch, o.steps, o.device.c_str());
   std::printf("mode: %s (baseline: %s)\n", describe<replay_mode>().c_str(), describe<naive_mode>().c_str());
 
-  const model_weights w(o);
+  const model_weights w(o.seed, o.shape, o.layers, o.vocab, o.batch);
   std::vector<int32_t> first_tokens(batch);
   for (size_t b = 0; b < batch; ++b) first_tokens[b] = int32_t((b * 37 + 11) % size_t(o.vocab));
   int32_t* tokens = be.upload(first_tokens);
@@ -394,15 +255,15 @@ int run(const options& o) {
     }
     auto t0 = clock::now();
     naive.step(be, o.batch);
-    be.synchronize();
+    be.finish();
     auto t1 = clock::now();
     replay.step(be, o.batch);
-    be.synchronize();
+    be.finish();
     auto t2 = clock::now();
     naive_seconds += std::chrono::duration<double>(t1 - t0).count();
     replay_seconds += std::chrono::duration<double>(t2 - t1).count();
     // Both stacks consume the tokens the replay stack samples.
-    be.for_each_request(replay.view, o.batch, sample_piece{tokens});
+    be.for_each_row(replay.view, o.batch, sample_piece{tokens});
     for (int l = 0; l < o.layers; ++l) {
       const auto yn = be.download(naive.y_per_layer[size_t(l)], batch * d);
       const auto yr = be.download(replay.y_per_layer[size_t(l)], batch * d);
@@ -463,28 +324,4 @@ int run(const options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  options o;
-  if (!parse(argc, argv, o)) {
-    usage();
-    return 2;
-  }
-#if !REPLAYSSM_CUDA_COMPILER
-  if (o.device == "cuda") {
-    std::fprintf(stderr, "this build has no CUDA support: rebuild with nvcc available, or use --device cpu\n");
-    return 2;
-  }
-#else
-  int devices = 0;
-  if (o.device == "cuda" && (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)) {
-    std::fprintf(stderr, "--device cuda: no CUDA device is present\n");
-    return 2;
-  }
-#endif
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return example_main<options>(argc, argv, parse, usage, run); }

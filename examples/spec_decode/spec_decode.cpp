@@ -10,22 +10,16 @@
 //   spec_vs_sequential_max_rel_err=<value> rounds=<n> mean_accepted=<x> snapshot_bytes_avoided=<b>
 //
 // Runs on the CPU by default; `--device cuda` runs the same steps on the GPU.
-#include <replayssm/replayssm.hpp>
-#if REPLAYSSM_CUDA_COMPILER
-#include <replayssm/kernels/cuda_decode.cuh>
-#endif
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <random>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-using namespace replayssm;
+#include "../common/example_backend.hpp"
+
+using namespace replayssm_example;
 
 namespace {
 
@@ -105,14 +99,7 @@ struct rows_view {
   }
   /// hidden = rmsnorm(hidden + y) for row r.
   REPLAYSSM_HOST_DEVICE void residual(const float* y, int r) const {
-    float* h = hidden + size_t(r) * d_model;
-    double sum = 0;
-    for (int i = 0; i < d_model; ++i) {
-      h[i] += y[size_t(r) * d_model + i];
-      sum += double(h[i]) * h[i];
-    }
-    const float inv = float(1.0 / std::sqrt(sum / d_model + 1e-6));
-    for (int i = 0; i < d_model; ++i) h[i] *= inv;
+    add_and_rmsnorm(hidden + size_t(r) * d_model, y + size_t(r) * d_model, d_model);
   }
 };
 
@@ -129,174 +116,12 @@ struct residual_piece {
   REPLAYSSM_HOST_DEVICE void operator()(const rows_view& v, int r) const { v.residual(y, r); }
 };
 
-#if REPLAYSSM_CUDA_COMPILER
-template <class Piece>
-__global__ void rows_kernel(rows_view v, int rows, Piece piece) {
-  const int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r < rows) piece(v, r);
-}
-#endif
-
-/// Where buffers live and how the steps run: host memory and the CPU path, or the GPU.
-class backend {
- public:
-  explicit backend(bool cuda) : cuda_(cuda) {
-    if (cuda_) flags_ = array<uint32_t>(1);
-  }
-  backend(const backend&) = delete;
-  backend& operator=(const backend&) = delete;
-  ~backend() {
-    for (void* p : owned_) release(p);
-  }
-
-  /// A zeroed buffer of `bytes` bytes, 256-byte aligned.
-  void* allocate(size_t bytes) {
-    void* p = nullptr;
-    bytes = std::max<size_t>(bytes, 1);
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) {
-      check(cudaMalloc(&p, bytes), "cudaMalloc");
-      owned_.push_back(p);
-      check(cudaMemset(p, 0, bytes), "cudaMemset");
-      return p;
-    }
-#endif
-    p = ::operator new(bytes, std::align_val_t(256));
-    owned_.push_back(p);
-    std::memset(p, 0, bytes);
-    return p;
-  }
-  template <class T>
-  T* array(size_t n) {
-    return static_cast<T*>(allocate(n * sizeof(T)));
-  }
-  template <class T>
-  T* upload(const std::vector<T>& v) {
-    T* p = array<T>(v.size());
-    upload(p, v);
-    return p;
-  }
-  template <class T>
-  void upload(T* to, const std::vector<T>& v) const {
-    copy(to, v.data(), v.size() * sizeof(T));
-  }
-  template <class T>
-  std::vector<T> download(const T* p, size_t n) const {
-    std::vector<T> v(n);
-    copy(v.data(), p, n * sizeof(T));
-    return v;
-  }
-
-  /// Runs `piece(view, r)` for every row r.
-  template <class Piece>
-  void for_each_row(const rows_view& v, int rows, Piece piece) const {
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) {
-      rows_kernel<<<(rows + 63) / 64, 64>>>(v, rows, piece);
-      return check(cudaGetLastError(), "per-row kernel");
-    }
-#endif
-    for (int r = 0; r < rows; ++r) piece(v, r);
-  }
-
-  // The library's steps. Launchers return a status; an error becomes an exception here.
-  void verify(const mamba2_params& p) const {
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return cuda::replay_verify_step<spec_mode>(p).throw_if_error();
-#endif
-    cpu::replay_verify_step<spec_mode>(p).throw_if_error();
-  }
-  void commit(const mamba2_params& p) const {
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return cuda::commit_drafts(p).throw_if_error();
-#endif
-    cpu::commit_drafts(p).throw_if_error();
-  }
-  void sequential_step(const mamba2_params& p) const {
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return cuda::naive_decode_step<fp32_format>(p).throw_if_error();
-#endif
-    cpu::naive_decode_step<fp32_format>(p).throw_if_error();
-  }
-
-  /// Device memory the CUDA steps report skipped rows in (null on the CPU, whose steps
-  /// return those errors as their status).
-  uint32_t* error_flags() const {
-    return flags_;
-  }
-
-  /// Waits for the queued work; on the GPU also reads and clears the steps' error flags.
-  void finish() const {
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) {
-      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-      cuda::take_step_errors(flags_).throw_if_error();
-    }
-#endif
-  }
-
- private:
-  void copy(void* to, const void* from, size_t bytes) const {
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return check(cudaMemcpy(to, from, bytes, cudaMemcpyDefault), "cudaMemcpy");
-#endif
-    std::memcpy(to, from, bytes);
-  }
-  void release(void* p) {
-#if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) {
-      cudaFree(p);
-      return;
-    }
-#endif
-    ::operator delete(p, std::align_val_t(256));
-  }
-#if REPLAYSSM_CUDA_COMPILER
-  static void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-  }
-#endif
-  bool cuda_;
-  std::vector<void*> owned_;
-  uint32_t* flags_ = nullptr;
-};
-
-/// Weights shared by both stacks, drawn from a fixed seed (the distributions of decode_loop).
-struct weights {
-  std::vector<float> A, D, dt_bias;       // [layers][heads]
-  std::vector<float> embed, z, bc, dt;    // the tables of rows_view
-  std::vector<std::vector<float>> state;  // [layers] -> [batch][heads][head_dim][state_dim], as after a prefill
-
-  explicit weights(const options& o) {
-    std::mt19937_64 rng(o.seed);
-    std::normal_distribution<float> unit(0.0f, 1.0f), raw_dt(0.0f, 0.3f), small(0.0f, 0.5f);
-    std::uniform_real_distribution<float> log_a(0.0f, std::log(16.0f)), log_dt(std::log(1e-3f), std::log(1e-1f));
-    const auto& s = o.shape;
-    const size_t d = size_t(s.heads) * s.head_dim, gn = size_t(s.groups) * s.state_dim;
-    for (int i = 0; i < o.layers * s.heads; ++i) {
-      A.push_back(-std::exp(log_a(rng)));
-      D.push_back(1.0f);
-      dt_bias.push_back(std::log(std::expm1(std::exp(log_dt(rng)))));  // softplus^-1 of dt0
-    }
-    auto fill = [&](std::vector<float>& v, size_t n, std::normal_distribution<float>& dist) {
-      v.resize(n);
-      for (auto& e : v) e = dist(rng);
-    };
-    fill(embed, size_t(o.vocab) * d, unit);
-    fill(z, size_t(o.layers) * o.vocab * d, unit);
-    fill(bc, size_t(o.layers) * o.vocab * 2 * gn, unit);
-    fill(dt, size_t(o.layers) * o.vocab * s.heads, raw_dt);
-    state.resize(size_t(o.layers));
-    for (auto& st : state) fill(st, size_t(o.batch) * s.state_elements(), small);
-  }
-};
-
 /// The weights where the steps run: the tables in a rows_view, and the per-head weights.
 struct uploaded_weights {
   rows_view tables;
   const float *A, *D, *dt_bias;
 
-  uploaded_weights(backend& be, const options& o, const weights& w)
+  uploaded_weights(backend& be, const options& o, const model_weights& w)
       : A(be.upload(w.A)), D(be.upload(w.D)), dt_bias(be.upload(w.dt_bias)) {
     const auto& s = o.shape;
     tables.d_model = s.heads * s.head_dim;
@@ -304,9 +129,9 @@ struct uploaded_weights {
     tables.heads = s.heads;
     tables.gn = s.groups * s.state_dim;
     tables.embed = be.upload(w.embed);
-    tables.z_table = be.upload(w.z);
-    tables.bc_table = be.upload(w.bc);
-    tables.dt_table = be.upload(w.dt);
+    tables.z_table = be.upload(w.z_table);
+    tables.bc_table = be.upload(w.bc_table);
+    tables.dt_table = be.upload(w.dt_table);
   }
 };
 
@@ -333,7 +158,7 @@ struct layer_stack {
 /// A stack under `Policy` with `tokens` rows per request (a verify step's drafts, or 1 for
 /// decode steps), every layer starting from its prefill state.
 template <class Policy>
-layer_stack make_stack(backend& be, const options& o, const weights& w, const uploaded_weights& uw, int tokens) {
+layer_stack make_stack(backend& be, const options& o, const model_weights& w, const uploaded_weights& uw, int tokens) {
   const auto& s = o.shape;
   layer_stack st;
   st.rows = o.batch * tokens;
@@ -361,7 +186,7 @@ layer_stack make_stack(backend& be, const options& o, const weights& w, const up
     p.dt_bias = uw.dt_bias + l * s.heads;
     p.num_slots = o.batch;
     // fp32 state: the prefill state is the checkpoint as is (other formats: write_head_state).
-    p.checkpoint = be.upload(w.state[size_t(l)]);
+    p.checkpoint = be.upload(w.initial_state[size_t(l)]);
     if constexpr (!Policy::is_writeback) {
       p.window_entries = Policy::window + tokens;
       p.window_x = be.allocate(sizes.window_x);
@@ -430,7 +255,7 @@ int run(const options& o) {
   std::printf("mode: %s, verify + commit (baseline: sequential %s)\n", describe<spec_mode>().c_str(),
               describe<sequential_mode>().c_str());
 
-  const weights w(o);
+  const model_weights w(o.seed, o.shape, o.layers, o.vocab, o.batch);
   const uploaded_weights uw(be, o, w);
   layer_stack spec = make_stack<spec_mode>(be, o, w, uw, T);
   layer_stack seq = make_stack<sequential_mode>(be, o, w, uw, 1);
@@ -446,7 +271,7 @@ int run(const options& o) {
     // Speculative: verify every draft through the stack, then commit the accepted prefixes.
     const auto t0 = clock::now();
     be.upload(spec.view.token, plan.tokens);
-    spec.forward(be, [&](const mamba2_params& p) { be.verify(p); });
+    spec.forward(be, [&](const mamba2_params& p) { be.verify_step<spec_mode>(p); });
     be.upload(accepted, plan.accepted);
     for (const auto& p : spec.layers) be.commit(p);
     be.finish();
@@ -467,7 +292,7 @@ int run(const options& o) {
       const auto t1 = clock::now();
       be.upload(seq.view.token, tokens);
       be.upload(seq_slots, slots);
-      seq.forward(be, [&](const mamba2_params& p) { be.sequential_step(p); });
+      seq.forward(be, [&](const mamba2_params& p) { be.decode_step<sequential_mode>(p); });
       be.finish();
       seq_seconds += std::chrono::duration<double>(clock::now() - t1).count();
       for (int l = 0; l < o.layers; ++l) {
@@ -509,28 +334,4 @@ int run(const options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  options o;
-  if (!parse(argc, argv, o)) {
-    usage();
-    return 2;
-  }
-#if !REPLAYSSM_CUDA_COMPILER
-  if (o.device == "cuda") {
-    std::fprintf(stderr, "this build has no CUDA support: rebuild with nvcc available, or use --device cpu\n");
-    return 2;
-  }
-#else
-  int devices = 0;
-  if (o.device == "cuda" && (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)) {
-    std::fprintf(stderr, "--device cuda: no CUDA device is present\n");
-    return 2;
-  }
-#endif
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return example_main<options>(argc, argv, parse, usage, run); }

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the decode-loop examples share: a backend that owns buffers in host or device memory
+// and runs the library's steps on the CPU or the GPU, the fixed-seed weights of a toy
+// Mamba-2 stack, and the command-line entry point.
+#pragma once
+
+#include <replayssm/replayssm.hpp>
+#if REPLAYSSM_CUDA_COMPILER
+#include <replayssm/kernels/cuda_decode.cuh>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace replayssm_example {
+
+using namespace replayssm;
+
+#if REPLAYSSM_CUDA_COMPILER
+template <class View, class Piece>
+__global__ void rows_kernel(View v, int rows, Piece piece) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < rows) piece(v, r);
+}
+#endif
+
+/// The residual update after a layer: h = rmsnorm(h + y) over d values.
+REPLAYSSM_HOST_DEVICE void add_and_rmsnorm(float* h, const float* y, int d) {
+  double sum = 0;
+  for (int i = 0; i < d; ++i) {
+    h[i] += y[i];
+    sum += double(h[i]) * h[i];
+  }
+  const float inv = float(1.0 / std::sqrt(sum / d + 1e-6));
+  for (int i = 0; i < d; ++i) h[i] *= inv;
+}
+
+/// Where buffers live and how the steps run: host memory and the CPU path, or the GPU.
+class backend {
+ public:
+  explicit backend(bool cuda) : cuda_(cuda) {
+    if (cuda_) flags_ = array<uint32_t>(1);
+  }
+  backend(const backend&) = delete;
+  backend& operator=(const backend&) = delete;
+  ~backend() {
+    for (void* p : owned_) release(p);
+  }
+
+  /// A zeroed buffer of `bytes` bytes, 256-byte aligned.
+  void* allocate(size_t bytes) {
+    void* p = nullptr;
+    bytes = std::max<size_t>(bytes, 1);
+#if REPLAYSSM_CUDA_COMPILER
+    if (cuda_) {
+      check(cudaMalloc(&p, bytes), "cudaMalloc");
+      owned_.push_back(p);
+      check(cudaMemset(p, 0, bytes), "cudaMemset");
+      return p;
+    }
+#endif
+    p = ::operator new(bytes, std::align_val_t(256));
+    owned_.push_back(p);
+    std::memset(p, 0, bytes);
+    return p;
+  }
+  template <class T>
+  T* array(size_t n) {
+    return static_cast<T*>(allocate(n * sizeof(T)));
+  }
+  template <class T>
+  T* upload(const std::vector<T>& v) {
+    T* p = array<T>(v.size());
+    upload(p, v);
+    return p;
+  }
+  template <class T>
+  void upload(T* to, const std::vector<T>& v) const {
+    copy(to, v.data(), v.size() * sizeof(T));
+  }
+  template <class T>
+  std::vector<T> download(const T* p, size_t n) const {
+    std::vector<T> v(n);
+    copy(v.data(), p, n * sizeof(T));
+    return v;
+  }
+  void copy(void* to, const void* from, size_t bytes) const {
+#if REPLAYSSM_CUDA_COMPILER
+    if (cuda_) return check(cudaMemcpy(to, from, bytes, cudaMemcpyDefault), "cudaMemcpy");
+#endif
+    std::memcpy(to, from, bytes);
+  }
+
+  /// Runs `piece(view, r)` for every row r (one per request, or per draft).
+  template <class View, class Piece>
+  void for_each_row(const View& v, int rows, Piece piece) const {
+#if REPLAYSSM_CUDA_COMPILER
+    if (cuda_) {
+      rows_kernel<<<(rows + 63) / 64, 64>>>(v, rows, piece);
+      return check(cudaGetLastError(), "per-row kernel");
+    }
+#endif
+    for (int r = 0; r < rows; ++r) piece(v, r);
+  }
+
+  // The library's steps. Launchers return a status; an error becomes an exception here.
+  template <class Policy>
+  void decode_step(const mamba2_params& p) const {
+#if REPLAYSSM_CUDA_COMPILER
+    if (cuda_) return cuda::mamba2_decode_step<Policy>(p).throw_if_error();
+#endif
+    cpu::mamba2_decode_step<Policy>(p).throw_if_error();
+  }
+  template <class Policy>
+  void verify_step(const mamba2_params& p) const {
+#if REPLAYSSM_CUDA_COMPILER
+    if (cuda_) return cuda::replay_verify_step<Policy>(p).throw_if_error();
+#endif
+    cpu::replay_verify_step<Policy>(p).throw_if_error();
+  }
+  void commit(const mamba2_params& p) const {
+#if REPLAYSSM_CUDA_COMPILER
+    if (cuda_) return cuda::commit_drafts(p).throw_if_error();
+#endif
+    cpu::commit_drafts(p).throw_if_error();
+  }
+
+  /// Device memory the CUDA steps report skipped rows in (null on the CPU, whose steps
+  /// return those errors as their status).
+  uint32_t* error_flags() const { return flags_; }
+
+  /// Waits for the queued work; on the GPU also reads and clears the steps' error flags.
+  void finish() const {
+#if REPLAYSSM_CUDA_COMPILER
+    if (cuda_) {
+      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      cuda::take_step_errors(flags_).throw_if_error();
+    }
+#endif
+  }
+
+ private:
+  void release(void* p) {
+#if REPLAYSSM_CUDA_COMPILER
+    if (cuda_) {
+      cudaFree(p);
+      return;
+    }
+#endif
+    ::operator delete(p, std::align_val_t(256));
+  }
+#if REPLAYSSM_CUDA_COMPILER
+  static void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+  }
+#endif
+  bool cuda_;
+  std::vector<void*> owned_;
+  uint32_t* flags_ = nullptr;
+};
+
+/// The weights of a toy Mamba-2 stack, drawn from a fixed seed with Mamba's initialization
+/// statistics: per-head A, D and dt bias, per-token tables of the layer inputs, and every
+/// layer's state as after a prefill.
+struct model_weights {
+  std::vector<float> A, D, dt_bias;  // [layers][heads]
+  std::vector<float> embed;          // [vocab][heads * head_dim]
+  std::vector<float> z_table;        // [layers][vocab][heads * head_dim]
+  std::vector<float> bc_table;       // [layers][vocab][2][groups * state_dim]: B, then C
+  std::vector<float> dt_table;       // [layers][vocab][heads], raw
+  std::vector<std::vector<float>> initial_state;  // [layers] -> [batch][H][P][N]
+
+  model_weights(uint64_t seed, const mamba2_layer_shape& s, int layers, int vocab, int batch) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> unit(0.0f, 1.0f), raw_dt(0.0f, 0.3f), small(0.0f, 0.5f);
+    std::uniform_real_distribution<float> log_a(0.0f, std::log(16.0f)), log_dt(std::log(1e-3f), std::log(1e-1f));
+    const size_t d = size_t(s.heads) * s.head_dim, gn = size_t(s.groups) * s.state_dim;
+    for (int i = 0; i < layers * s.heads; ++i) {
+      A.push_back(-std::exp(log_a(rng)));
+      D.push_back(1.0f);
+      dt_bias.push_back(std::log(std::expm1(std::exp(log_dt(rng)))));  // softplus^-1 of dt0
+    }
+    auto fill = [&](std::vector<float>& v, size_t n, std::normal_distribution<float>& dist) {
+      v.resize(n);
+      for (auto& e : v) e = dist(rng);
+    };
+    fill(embed, size_t(vocab) * d, unit);
+    fill(z_table, size_t(layers) * vocab * d, unit);
+    fill(bc_table, size_t(layers) * vocab * 2 * gn, unit);
+    fill(dt_table, size_t(layers) * vocab * s.heads, raw_dt);
+    for (int l = 0; l < layers; ++l) {
+      initial_state.emplace_back();
+      fill(initial_state.back(), size_t(batch) * s.state_elements(), small);
+    }
+  }
+};
+
+/// The examples' `main`: parses the options (usage and exit code 2 on bad ones), refuses
+/// `--device cuda` without CUDA, and turns an exception into exit code 1.
+template <class Options, class Parse, class Usage, class Run>
+int example_main(int argc, char** argv, Parse parse, Usage usage, Run run) {
+  Options o;
+  if (!parse(argc, argv, o)) {
+    usage();
+    return 2;
+  }
+#if !REPLAYSSM_CUDA_COMPILER
+  if (o.device == "cuda") {
+    std::fprintf(stderr, "this build has no CUDA support: rebuild with nvcc available, or use --device cpu\n");
+    return 2;
+  }
+#else
+  int devices = 0;
+  if (o.device == "cuda" && (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)) {
+    std::fprintf(stderr, "--device cuda: no CUDA device is present\n");
+    return 2;
+  }
+#endif
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace replayssm_example
