@@ -10,6 +10,7 @@
 #include "replayssm/kernels/mamba2_params.hpp"
 #include "replayssm/kernels/mamba2_snapshot.hpp"
 #include "replayssm/kernels/mamba2_validate.hpp"
+#include "replayssm/kernels/requests.hpp"
 #include "replayssm/kernels/status.hpp"
 #include "replayssm/numeric.hpp"
 #include "replayssm/numeric/activation.hpp"

@@ -37,14 +37,8 @@ void require_spec_bit_identical(const mamba2_case& c, int tokens, int rounds) {
   for (int round = 0; round < rounds; ++round) {
     in.draw(rng);
     const round_plan plan(c.batch, tokens, round, rng);
-    mamba2_params p;
-    in.bind(p, rows);
-    p.batch = c.batch;
-    p.tokens = tokens;
-    p.token_counts = plan.drafts.data();
-    p.accepted_counts = plan.accepted.data();
+    mamba2_params p = round_params(in, c, tokens, plan);
     p.slot_indices = slots.data();
-    p.seed = c.seed;
     cpu_state.bind(p, false);
     p.y = y_cpu.data();
     REQUIRE(cpu::replay_verify_step<Policy>(p).ok());

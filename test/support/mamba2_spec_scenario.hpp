@@ -38,6 +38,22 @@ struct round_plan {
   }
 };
 
+/// The params of a round: `in` holds `tokens` rows per request of `c`, `plan` the draft and
+/// acceptance counts (it must outlive the params).
+template <class Act>
+mamba2_params round_params(mamba2_inputs_host<Act>& in, const mamba2_case& c, int tokens, const round_plan& plan) {
+  mamba2_case rows = c;
+  rows.batch = c.batch * tokens;
+  mamba2_params p;
+  in.bind(p, rows);
+  p.batch = c.batch;
+  p.tokens = tokens;
+  p.token_counts = plan.drafts.data();
+  p.accepted_counts = plan.accepted.data();
+  p.seed = c.seed;
+  return p;
+}
+
 /// What a speculative scenario observed.
 struct spec_result {
   int rounds = 0, drafts = 0, accepted = 0;
@@ -87,13 +103,7 @@ spec_result run_spec_scenario(const mamba2_case& c, int tokens, int rounds, tole
   for (int round = 0; round < rounds; ++round, ++r.rounds) {
     in.draw(rng);
     const round_plan plan(c.batch, tokens, round, rng);
-    mamba2_params p;
-    in.bind(p, rows);
-    p.batch = c.batch;
-    p.tokens = tokens;
-    p.token_counts = plan.drafts.data();
-    p.accepted_counts = plan.accepted.data();
-    p.seed = c.seed;
+    mamba2_params p = round_params(in, c, tokens, plan);
 
     // Replay: verify, then commit. The checkpoint changes only when a verify flushes.
     p.slot_indices = slots.data();

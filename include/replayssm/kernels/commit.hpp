@@ -9,16 +9,11 @@
 #include <string>
 
 #include "replayssm/config.hpp"
+#include "replayssm/kernels/requests.hpp"
 #include "replayssm/kernels/status.hpp"
 #include "replayssm/replay/mamba2_head_step.hpp"
 
 namespace replayssm {
-
-/// The slot request `b` of `p` uses.
-template <class Params>
-REPLAYSSM_HOST_DEVICE int32_t request_slot(const Params& p, int32_t b) {
-  return p.slot_indices != nullptr ? p.slot_indices[b] : b;
-}
 
 /// Commits `p.accepted_counts[b]` drafts of request `b` at head `h`; returns step_error bits.
 template <class Params>
@@ -41,12 +36,9 @@ template <class Params>
   if (p.slot_indices == nullptr && p.batch > p.num_slots)
     return status::error("commit: without slot_indices request b uses slot b, but batch=" + std::to_string(p.batch) +
                          " exceeds num_slots=" + std::to_string(p.num_slots));
-  for (int32_t b = 0; host_memory && b < p.batch; ++b) {
-    const int32_t limit = p.token_counts != nullptr ? p.token_counts[b] : p.tokens;
-    if (p.accepted_counts[b] < 0 || p.accepted_counts[b] > limit)
-      return status::error("commit: accepted_counts[" + std::to_string(b) + "]=" + std::to_string(p.accepted_counts[b]) +
-                           " is outside [0, " + std::to_string(limit) + "], the drafts request " + std::to_string(b) +
-                           " verified");
+  if (!host_memory) return {};
+  if (status s = detail::check_accepted_counts(p, "commit"); !s) return s;
+  for (int32_t b = 0; b < p.batch; ++b) {
     const int32_t slot = request_slot(p, b);
     if (slot != p.pad_slot_id && (slot < 0 || slot >= p.num_slots))
       return status::error("commit: slot_indices[" + std::to_string(b) + "]=" + std::to_string(slot) +

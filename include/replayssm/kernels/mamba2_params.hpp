@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "replayssm/config.hpp"
+#include "replayssm/kernels/requests.hpp"
 #include "replayssm/numeric/activation.hpp"
 #include "replayssm/recurrence/mamba2.hpp"
 #include "replayssm/replay/mamba2_head_step.hpp"
@@ -135,7 +136,7 @@ struct mamba2_head_views {
     in.B = rows(p.B, p.B_batch_stride, g * p.B_group_stride);
     in.C = rows(p.C, p.C_batch_stride, g * p.C_group_stride);
     in.dt = rows(p.dt, p.dt_batch_stride, h * p.dt_head_stride);
-    in.tokens = p.token_counts != nullptr ? p.token_counts[b] : p.tokens;
+    in.tokens = request_tokens(p, b);
     in.A = p.A[h];
     in.D = p.D != nullptr ? p.D[h] : 0.0f;
     in.dt_bias = p.dt_bias != nullptr ? p.dt_bias[h] : 0.0f;

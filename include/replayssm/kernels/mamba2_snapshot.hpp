@@ -10,9 +10,9 @@
 #include <string>
 
 #include "replayssm/config.hpp"
-#include "replayssm/kernels/commit.hpp"
 #include "replayssm/kernels/mamba2_params.hpp"
 #include "replayssm/kernels/mamba2_validate.hpp"
+#include "replayssm/kernels/requests.hpp"
 #include "replayssm/kernels/status.hpp"
 #include "replayssm/replay/mamba2_head_step.hpp"
 
@@ -60,8 +60,7 @@ REPLAYSSM_HOST_DEVICE uint32_t mamba2_snapshot_head_step(const Exec& ex, const m
 REPLAYSSM_HOST_DEVICE uint32_t snapshot_commit_request(const mamba2_params& p, int32_t* slot_indices,
                                                               int32_t* snapshot_slots, int32_t b) {
   const int32_t accepted = p.accepted_counts[b];
-  const int32_t verified = p.token_counts != nullptr ? p.token_counts[b] : p.tokens;
-  if (accepted < 0 || accepted > verified) return error_accepted_out_of_range;
+  if (accepted < 0 || accepted > request_tokens(p, b)) return error_accepted_out_of_range;
   if (accepted == 0 || slot_indices[b] == p.pad_slot_id) return step_ok;
   int32_t& snapshot = snapshot_slots[int64_t(b) * p.tokens + accepted - 1];
   const int32_t previous = slot_indices[b];
@@ -87,12 +86,7 @@ template <class StateFormat>
       return status::error("snapshot: snapshot_slots[" + std::to_string(i) + "]=" + std::to_string(p.snapshot_slots[i]) +
                            " is outside [0, " + std::to_string(p.num_slots) + ")");
   }
-  for (int32_t b = 0; host_memory && p.token_counts != nullptr && b < p.batch; ++b) {
-    if (p.token_counts[b] < 1 || p.token_counts[b] > p.tokens)
-      return status::error("snapshot: token_counts[" + std::to_string(b) + "]=" + std::to_string(p.token_counts[b]) +
-                           " is outside [1, tokens=" + std::to_string(p.tokens) + "]");
-  }
-  return {};
+  return host_memory ? detail::check_token_counts(p, "snapshot") : status{};
 }
 
 /// Validates the snapshot commit's arguments.
@@ -100,13 +94,7 @@ template <class StateFormat>
                                                      const int32_t* snapshot_slots, bool host_memory) {
   if (slot_indices == nullptr || snapshot_slots == nullptr || p.accepted_counts == nullptr)
     return status::error("snapshot commit: slot_indices, snapshot_slots and accepted_counts must be set");
-  for (int32_t b = 0; host_memory && b < p.batch; ++b) {
-    const int32_t verified = p.token_counts != nullptr ? p.token_counts[b] : p.tokens;
-    if (p.accepted_counts[b] < 0 || p.accepted_counts[b] > verified)
-      return status::error("snapshot commit: accepted_counts[" + std::to_string(b) + "]=" +
-                           std::to_string(p.accepted_counts[b]) + " is outside [0, " + std::to_string(verified) + "]");
-  }
-  return {};
+  return host_memory ? detail::check_accepted_counts(p, "snapshot commit") : status{};
 }
 
 }  // namespace replayssm

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "replayssm/kernels/mamba2_params.hpp"
+#include "replayssm/kernels/requests.hpp"
 #include "replayssm/kernels/status.hpp"
 #include "replayssm/policy/policy.hpp"
 
@@ -90,10 +91,8 @@ status check_tokens(const mamba2_params& p, token_commit commit, bool host_memor
       return status::error("mamba2: " + field("window_entries", p.ring_entries<Policy>()) +
                            " is too short for a verify step: it needs window + tokens = " +
                            std::to_string(Policy::window + p.tokens) + " ring entries");
-    for (int32_t b = 0; host_memory && p.token_counts != nullptr && b < p.batch; ++b) {
-      if (p.token_counts[b] < 1 || p.token_counts[b] > p.tokens)
-        return status::error("mamba2: token_counts[" + std::to_string(b) + "]=" + std::to_string(p.token_counts[b]) +
-                             " is outside [1, tokens=" + std::to_string(p.tokens) + "]");
+    if (host_memory) {
+      if (status s = detail::check_token_counts(p, "mamba2"); !s) return s;
     }
   }
   if (p.window_entries != 0 && p.window_entries < Policy::window)
