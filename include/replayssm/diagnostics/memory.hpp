@@ -8,7 +8,9 @@
 
 #include "replayssm/numeric/activation.hpp"
 #include "replayssm/policy/traffic.hpp"
+#include "replayssm/recurrence/gated_deltanet.hpp"
 #include "replayssm/recurrence/mamba2.hpp"
+#include "replayssm/replay/gdn_head_step.hpp"
 #include "replayssm/replay/mamba2_head_step.hpp"
 #include "replayssm/replay/state_view.hpp"
 
@@ -80,6 +82,53 @@ constexpr double mamba2_bytes_per_step(mamba2_layer_shape s, int64_t batch, dtyp
     window = entry * (1.0 + (Policy::window - 1) / 2.0);
   }
   return double(batch) * (state + io + window);
+}
+
+/// Bytes of every buffer a Gated DeltaNet layer's step uses, for `num_slots` slots.
+struct gdn_buffer_sizes {
+  size_t checkpoint = 0, checkpoint_scales = 0;
+  size_t read_copy = 0, read_copy_scales = 0;
+  size_t window_u = 0, window_k = 0, window_g = 0, window_v = 0, window_beta = 0;
+  size_t cursors = 0;
+  constexpr size_t checkpoint_total() const { return checkpoint + checkpoint_scales; }
+  constexpr size_t read_copy_total() const { return read_copy + read_copy_scales; }
+  constexpr size_t window_total() const { return window_u + window_k + window_g + window_v + window_beta + cursors; }
+  constexpr size_t total() const { return checkpoint_total() + read_copy_total() + window_total(); }
+};
+
+/// Buffer sizes for `Policy` and window mode `Mode` (num_slots = 1: bytes per request per
+/// layer), for verify steps of up to `draft_tokens` drafts as in `mamba2_buffers`.
+template <class Policy, gdn_window Mode = gdn_window::corrected_values>
+constexpr gdn_buffer_sizes gdn_buffers(gdn_layer_shape s, int64_t num_slots, dtype act, int32_t draft_tokens = 0) {
+  const size_t elements = size_t(s.state_elements()) * size_t(num_slots);
+  gdn_buffer_sizes b;
+  b.checkpoint = state_data_bytes<typename Policy::checkpoint_format>(elements);
+  b.checkpoint_scales = state_scale_bytes<typename Policy::checkpoint_format>(elements);
+  if (!Policy::shared_state) {
+    b.read_copy = state_data_bytes<typename Policy::read_format>(elements);
+    b.read_copy_scales = state_scale_bytes<typename Policy::read_format>(elements);
+  }
+  if (!Policy::is_writeback) {
+    const size_t entries = size_t(num_slots) * size_t(Policy::window + draft_tokens);
+    const size_t values = entries * s.value_heads * s.value_dim;
+    b.window_u = values * sizeof(float);
+    b.window_k = entries * s.key_heads * s.key_dim * sizeof(float);
+    b.window_g = entries * s.value_heads * sizeof(float);
+    if (Mode == gdn_window::raw_inputs) {
+      b.window_v = values * dtype_size(act);
+      b.window_beta = b.window_g;
+    }
+  }
+  b.cursors = size_t(num_slots) * s.value_heads * sizeof(replay_cursor);
+  return b;
+}
+
+/// Snapshot memory of the conventional speculative decoding of a Gated DeltaNet layer, as
+/// `mamba2_snapshot_bytes`.
+template <class StateFormat>
+constexpr size_t gdn_snapshot_bytes(gdn_layer_shape s, int64_t batch, int32_t draft_tokens) {
+  const size_t elements = size_t(s.state_elements()) * size_t(batch) * size_t(draft_tokens);
+  return state_data_bytes<StateFormat>(elements) + state_scale_bytes<StateFormat>(elements);
 }
 
 }  // namespace replayssm

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "replayssm/config.hpp"
+#include "replayssm/kernels/commit.hpp"
 #include "replayssm/kernels/mamba2_params.hpp"
 #include "replayssm/kernels/mamba2_validate.hpp"
 #include "replayssm/kernels/requests.hpp"
@@ -55,20 +56,6 @@ REPLAYSSM_HOST_DEVICE uint32_t mamba2_snapshot_head_step(const Exec& ex, const m
   return step_ok;
 }
 
-/// The snapshot commit of request `b`: its slot becomes the snapshot slot of its last
-/// accepted draft, and that snapshot slot takes the slot it held.
-REPLAYSSM_HOST_DEVICE uint32_t snapshot_commit_request(const mamba2_params& p, int32_t* slot_indices,
-                                                              int32_t* snapshot_slots, int32_t b) {
-  const int32_t accepted = p.accepted_counts[b];
-  if (accepted < 0 || accepted > request_tokens(p, b)) return error_accepted_out_of_range;
-  if (accepted == 0 || slot_indices[b] == p.pad_slot_id) return step_ok;
-  int32_t& snapshot = snapshot_slots[int64_t(b) * p.tokens + accepted - 1];
-  const int32_t previous = slot_indices[b];
-  slot_indices[b] = snapshot;
-  snapshot = previous;
-  return step_ok;
-}
-
 /// Validates `p` for the snapshot verify step (`p.tokens` drafts per request, slots in
 /// `p.snapshot_slots`). With `host_memory` every slot and token count is checked too.
 template <class StateFormat>
@@ -77,24 +64,7 @@ template <class StateFormat>
   one.tokens = 1;
   one.token_counts = nullptr;
   if (status s = validate_mamba2<writeback_policy<StateFormat>>(one, host_memory); !s) return s;
-  if (p.tokens < 1 || p.tokens > max_draft_tokens)
-    return status::error("snapshot: tokens=" + std::to_string(p.tokens) + " is outside [1, max_draft_tokens=" +
-                         std::to_string(max_draft_tokens) + "]");
-  if (p.snapshot_slots == nullptr) return status::error("snapshot: snapshot_slots are null");
-  for (int64_t i = 0; host_memory && i < int64_t(p.batch) * p.tokens; ++i) {
-    if (p.snapshot_slots[i] < 0 || p.snapshot_slots[i] >= p.num_slots)
-      return status::error("snapshot: snapshot_slots[" + std::to_string(i) + "]=" + std::to_string(p.snapshot_slots[i]) +
-                           " is outside [0, " + std::to_string(p.num_slots) + ")");
-  }
-  return host_memory ? detail::check_token_counts(p, "snapshot") : status{};
-}
-
-/// Validates the snapshot commit's arguments.
-[[nodiscard]] inline status validate_snapshot_commit(const mamba2_params& p, const int32_t* slot_indices,
-                                                     const int32_t* snapshot_slots, bool host_memory) {
-  if (slot_indices == nullptr || snapshot_slots == nullptr || p.accepted_counts == nullptr)
-    return status::error("snapshot commit: slot_indices, snapshot_slots and accepted_counts must be set");
-  return host_memory ? detail::check_accepted_counts(p, "snapshot commit") : status{};
+  return detail::check_snapshot_slots(p, host_memory);
 }
 
 }  // namespace replayssm

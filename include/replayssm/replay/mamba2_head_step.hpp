@@ -30,6 +30,7 @@
 #include "replayssm/replay/cursor.hpp"
 #include "replayssm/replay/scalar_decay.hpp"
 #include "replayssm/replay/state_view.hpp"
+#include "replayssm/replay/step_plan.hpp"
 
 namespace replayssm {
 
@@ -37,14 +38,6 @@ namespace replayssm {
 struct mamba2_shape {
   int32_t head_dim;   ///< P
   int32_t state_dim;  ///< N
-};
-
-/// Rows of one activation for consecutive tokens: token t's row starts at `at(t)`.
-template <class T>
-struct token_rows {
-  T* data = nullptr;
-  int64_t token_stride = 0;
-  REPLAYSSM_HOST_DEVICE T* at(int32_t t) const { return data + t * token_stride; }
 };
 
 /// One head's inputs and outputs for a step of `tokens` tokens (one for a decode step; the
@@ -67,6 +60,7 @@ struct mamba2_head_inputs {
 /// One head's recurrent state: checkpoint, read copy, window entries and cursor.
 template <class Policy, class Act>
 struct mamba2_head_state {
+  using policy = Policy;
   state_head_view<typename Policy::checkpoint_format> checkpoint;
   /// Where a flush reads the checkpoint when that differs from where it writes it (the
   /// snapshot baseline of speculative decoding); null data: `checkpoint` itself.
@@ -190,50 +184,6 @@ REPLAYSSM_HOST_DEVICE float dot_item(const float (&s)[Width], const float* q, in
 }
 
 }  // namespace detail
-
-/// What a step does: which entries it sees, how many it folds into the checkpoint first, and
-/// where its tokens go. Entries 0 .. length-1 are the window's committed entries, entries
-/// length .. length+tokens-1 the step's tokens.
-struct step_plan {
-  int32_t length;    ///< committed window entries before the step (L)
-  int32_t tokens;    ///< the step's tokens (T)
-  int32_t flushed;   ///< entries folded into the checkpoint first (F): 0, L, or L + T
-  bool flush;        ///< the checkpoint (and read copy) is rewritten
-  int32_t start;     ///< ring slot of entry 0
-  int32_t ring;      ///< ring slots of the window buffers
-  uint32_t flushes;  ///< flushes done before this step
-  uint32_t error;
-  REPLAYSSM_HOST_DEVICE int32_t entries() const { return length + tokens; }
-  /// Ring slot of entry j (j < entries()).
-  REPLAYSSM_HOST_DEVICE int32_t ring_slot(int32_t j) const { return ring > 0 ? (start + j) % ring : 0; }
-};
-
-/// Reads the cursor and decides the step. A decode step flushes when its token fills the
-/// window (the token is folded in); a verify step flushes the committed entries first when
-/// the window cannot hold its drafts after them.
-template <token_commit Commit, class Policy, class Act>
-REPLAYSSM_HOST_DEVICE step_plan plan_step(const mamba2_head_state<Policy, Act>& st, int32_t tokens) {
-  const replay_cursor c = st.cursor != nullptr ? *st.cursor : replay_cursor{0, 0u, 0, 0};
-  constexpr bool one_token = Commit == token_commit::immediate;
-  // A decode step's token count is the constant 1: its loops over tokens then compile away
-  // (with a run-time count the write-back kernel took 127 registers per thread, not 75).
-  step_plan plan{c.length, one_token ? 1 : tokens, 0, false, c.start, st.window_entries, c.flushes, step_ok};
-  if (st.phase < 0 || st.phase >= Policy::window) return plan.error = error_phase_out_of_range, plan;
-  if (tokens < 1 || tokens > max_draft_tokens || tokens > Policy::window || (one_token && tokens != 1))
-    return plan.error = error_tokens_out_of_range, plan;
-  const int32_t capacity = c.flushes == 0 ? Policy::window - st.phase : Policy::window;
-  if (c.length < 0 || c.length > capacity || c.start < 0 || c.start >= (st.window_entries > 0 ? st.window_entries : 1))
-    return plan.error = error_cursor_out_of_range, plan;
-  if constexpr (one_token) {
-    plan.flush = c.length + 1 >= capacity;
-    plan.flushed = plan.flush ? c.length + 1 : 0;
-  } else {
-    plan.flush = c.length + tokens > capacity;
-    plan.flushed = plan.flush ? c.length : 0;
-    if (c.length + tokens > st.window_entries) return plan.error = error_tokens_out_of_range, plan;
-  }
-  return plan;
-}
 
 namespace detail {
 
@@ -411,11 +361,6 @@ REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_state<Pol
   });
 }
 
-/// Token t (entry L + t) sees entries F .. L + t: this many of them.
-REPLAYSSM_HOST_DEVICE int32_t entries_seen(const step_plan& plan, int32_t t) {
-  return plan.length + t + 1 - plan.flushed;
-}
-
 /// The window term of every token t, first part: the B_j . C_t partial sums, per 16
 /// columns, of the entries it sees. Issued before the state pass and without a barrier, so
 /// that their loads overlap the state's (placed after it, the read step took 18% longer).
@@ -506,15 +451,6 @@ REPLAYSSM_HOST_DEVICE void append_tokens(const Exec& ex, const mamba2_head_input
   }
   ex.for_each(plan.tokens,
               [&](int t) { st.window_dt[plan.ring_slot(L + t) * st.window_dt_stride] = scratch[l.scale + L + t]; });
-}
-
-/// The cursor after a step: committed entries, flushes, ring start and pending drafts.
-REPLAYSSM_HOST_DEVICE replay_cursor next_cursor(const step_plan& plan, token_commit commit) {
-  const int32_t start = plan.flush && plan.ring > 0 ? (plan.start + plan.flushed) % plan.ring : plan.start;
-  const uint32_t flushes = plan.flushes + (plan.flush ? 1u : 0u);
-  if (commit == token_commit::immediate)
-    return plan.flush ? replay_cursor{0, flushes, 0, 0} : replay_cursor{plan.length + 1, flushes, start, 0};
-  return replay_cursor{plan.length - plan.flushed, flushes, start, plan.tokens};
 }
 
 /// One step of one head: plan, stage, flush or read, outputs, window and cursor. Returns

@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file gdn_head_step.hpp
+/// Layer 5: the replay primitives for one Gated DeltaNet value head of one request, written
+/// once for an executor (replay/executor.hpp): the CPU path runs them serially, a CUDA block
+/// runs them with its threads. The plan, the cursor, the policies and the state formats are
+/// those of Mamba-2 (replay/step_plan.hpp); what differs is the delta rule's correction u,
+/// which needs the state applied to the step's own key.
+///
+/// A step works one state row (one value channel p) per work item, the row's K values in
+/// registers, so that everything a row needs from the state (S k for u, S q for the output)
+/// is a dot product within the item:
+///  - fold: a flush replays the folded entries on the row in order, S = exp(g) S + u k^T,
+///    and writes the checkpoint (and read copy). A decode step whose token fills the window
+///    folds the token too, with u from the row itself, as conventional decoding does; the
+///    write-back policy (a window of one) is exactly that.
+///  - open tokens (not folded): with R the read copy (or the new checkpoint after a flush),
+///        S_{t-1} k_t = exp(G) R k_t + sum_e exp(G_e) (k_e . k_t) u_e
+///        u_t = beta_t (v_t - exp(g_t) S_{t-1} k_t)
+///        o_t = exp(G') R q_t + sum_{e <= t} exp(G'_e) (k_e . q_t) u_e
+///    where the coefficients (decays times key dot products) do not depend on the row and
+///    are staged once per head. Open tokens enter the window as (u, k, g), and in the
+///    `raw_inputs` mode also (v, beta).
+///
+/// State layout: chunk `unit` of row p (key columns [unit K_c, unit K_c + K_c) for a format of
+/// K_c-element chunks) is chunk `unit * V + p` of the head's view (`gdn_state_chunk`), so
+/// that consecutive rows, the consecutive work items of a block, read consecutive memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "replayssm/config.hpp"
+#include "replayssm/numeric/activation.hpp"
+#include "replayssm/numeric/math.hpp"
+#include "replayssm/numeric/philox.hpp"
+#include "replayssm/policy/policy.hpp"
+#include "replayssm/recurrence/gated_deltanet.hpp"
+#include "replayssm/replay/cursor.hpp"
+#include "replayssm/replay/gdn_inputs.hpp"
+#include "replayssm/replay/scalar_decay.hpp"
+#include "replayssm/replay/state_view.hpp"
+#include "replayssm/replay/step_plan.hpp"
+
+namespace replayssm {
+
+/// Rows and columns of one value head's state.
+struct gdn_shape {
+  int32_t value_dim;  ///< V: rows
+  int32_t key_dim;    ///< K: columns, at most gdn_max_key_dim
+};
+
+/// Largest key dimension: a work item holds a whole state row in registers.
+inline constexpr int32_t gdn_max_key_dim = 128;
+
+/// Chunk index, in a head's view, of chunk `unit` of row `row` of a state with `rows` rows.
+REPLAYSSM_HOST_DEVICE constexpr int32_t gdn_state_chunk(int32_t row, int32_t unit, int32_t rows) {
+  return unit * rows + row;
+}
+
+/// What the window keeps of each entry, which decides what a flush folds in.
+enum class gdn_window : uint8_t {
+  /// u (computed from the read copy), k and g: the flush adds u k^T. Least traffic; with a
+  /// read copy narrower than the checkpoint, the read copy's error enters the state via u.
+  corrected_values,
+  /// Also v and beta: the flush recomputes u from the checkpoint, so the read copy's error
+  /// never enters the recurrent state. Costs a value row per entry more.
+  raw_inputs,
+};
+
+/// One value head's inputs and outputs for a step of `tokens` tokens.
+template <class Act>
+struct gdn_head_inputs {
+  token_rows<const Act> q;  ///< [tokens][K] of the head's key head, before normalization
+  token_rows<const Act> k;  ///< [tokens][K] of the head's key head, before normalization
+  token_rows<const Act> v;  ///< [tokens][V]
+  token_rows<Act> o;        ///< [tokens][V] outputs
+  token_rows<const Act> a;  ///< raw decay projection of token t at a.at(t)[0]
+  token_rows<const Act> b;  ///< raw write-strength projection of token t at b.at(t)[0]
+  int32_t tokens = 1;
+  float A_log = 0.0f;
+  float dt_bias = 0.0f;
+};
+
+/// One value head's recurrent state: checkpoint, read copy, window entries and cursor.
+template <class Policy, class Act>
+struct gdn_head_state {
+  using policy = Policy;
+  state_head_view<typename Policy::checkpoint_format> checkpoint;
+  /// Where a flush reads the checkpoint when that differs from where it writes it (the
+  /// snapshot baseline); null data: `checkpoint` itself.
+  state_head_view<typename Policy::checkpoint_format> checkpoint_source;
+  state_head_view<typename Policy::read_format> read_copy;  ///< unused in shared mode
+  float* window_u = nullptr;  ///< ring slot i at window_u + i * window_u_stride, V values
+  int64_t window_u_stride = 0;
+  float* window_k = nullptr;  ///< ring slot i of the key head, K normalized values
+  int64_t window_k_stride = 0;
+  float* window_g = nullptr;  ///< log decay of ring slot i at window_g[i * window_g_stride]
+  int64_t window_g_stride = 0;
+  Act* window_v = nullptr;  ///< raw_inputs only: ring slot i's V values
+  int64_t window_v_stride = 0;
+  float* window_beta = nullptr;  ///< raw_inputs only: write strength of ring slot i
+  int64_t window_beta_stride = 0;
+  int32_t window_entries = Policy::window;  ///< ring slots (window + tokens for verify steps)
+  replay_cursor* cursor = nullptr;          ///< may be null only for nearest-even write-back
+  int32_t phase = 0;                        ///< the first window holds window - phase steps
+  bool appends_key = false;                 ///< true on one value head per key head: it appends k
+  random_stream_key key{};                  ///< flush_index is taken from the cursor
+};
+
+/// Shared scratch of a Gated DeltaNet head step, in floats (ask `bytes()`).
+struct gdn_scratch_layout {
+  int32_t tokens, entries;
+  int32_t keys, queries, log_decay, beta, state_decay, key_coef, query_coef, norm, total;
+
+  /// The layout of a step of up to `tokens` tokens under a policy of window `window`.
+  REPLAYSSM_HOST_DEVICE static gdn_scratch_layout make(gdn_shape s, int32_t window, int32_t tokens = 1) {
+    gdn_scratch_layout l{};
+    l.tokens = tokens;
+    l.entries = window + tokens;
+    int32_t at = 0;
+    auto take = [&at](int32_t n) {
+      const int32_t start = at;
+      at += (n + 3) / 4 * 4;
+      return start;
+    };
+    const int32_t E = l.entries, T = tokens, K = s.key_dim;
+    l.keys = take(E * K);       // normalized key of every entry the step sees
+    l.queries = take(T * K);    // normalized, scaled query of every token
+    l.log_decay = take(E);
+    l.beta = take(E);
+    l.state_decay = take(T);    // decay of the state from the folded entries to open token t
+    l.key_coef = take(T * E);   // exp(G_e) (k_e . k_t) per open token t and entry e
+    l.query_coef = take(T * E); // exp(G'_e) (k_e . q_t)
+    l.norm = take(l2_normalize_scratch(K));
+    l.total = at;
+    return l;
+  }
+  /// Scratch bytes a head step needs.
+  REPLAYSSM_HOST_DEVICE size_t bytes() const { return size_t(total) * sizeof(float); }
+};
+
+namespace detail {
+
+/// Dot product of a state row with a row vector, in index order.
+REPLAYSSM_HOST_DEVICE float gdn_row_dot(const float (&s)[gdn_max_key_dim], const float* w, int32_t K) {
+  float acc = 0.0f;
+  for (int c = 0; c < gdn_max_key_dim; ++c)
+    if (c < K) acc = math::fma(s[c], w[c], acc);
+  return acc;
+}
+
+/// Loads row `row` of a head's state (of `rows` rows and K columns) into `s`.
+template <class Format>
+REPLAYSSM_HOST_DEVICE void gdn_load_row(const state_head_view<Format>& view, int32_t row, int32_t rows, int32_t K,
+                                        float (&s)[gdn_max_key_dim]) {
+  constexpr int Kc = Format::chunk_elems;
+  for (int u = 0; u < gdn_max_key_dim / Kc; ++u) {
+    float chunk[Kc] = {};
+    if (u * Kc < K) view.load(gdn_state_chunk(row, u, rows), chunk);
+    for (int e = 0; e < Kc; ++e) s[u * Kc + e] = chunk[e];
+  }
+}
+
+/// Stores `s` as row `row` of a head's state with rounding `Round`.
+template <class Round, class Format>
+REPLAYSSM_HOST_DEVICE void gdn_store_row(const state_head_view<Format>& view, int32_t row, int32_t rows, int32_t K,
+                                         const float (&s)[gdn_max_key_dim], const random_stream_key& key) {
+  constexpr int Kc = Format::chunk_elems;
+  for (int u = 0; u < gdn_max_key_dim / Kc; ++u) {
+    if (u * Kc >= K) continue;
+    float chunk[Kc];
+    for (int e = 0; e < Kc; ++e) chunk[e] = s[u * Kc + e];
+    view.template store<Round>(gdn_state_chunk(row, u, rows), chunk, key);
+  }
+}
+
+/// One conventional step on a state row: S = exp(g) S, then S += u k^T with the given u, or
+/// (`recompute`) with u = beta (v - S k). Returns u.
+REPLAYSSM_HOST_DEVICE float gdn_fold_row(float (&s)[gdn_max_key_dim], const float* k, int32_t K, float log_decay,
+                                         bool recompute, float u, float beta, float v) {
+  const float decay = math::exp(log_decay);
+  for (int c = 0; c < gdn_max_key_dim; ++c)
+    if (c < K) s[c] = math::mul(decay, s[c]);
+  if (recompute) u = math::mul(beta, math::add(v, -gdn_row_dot(s, k, K)));
+  for (int c = 0; c < gdn_max_key_dim; ++c)
+    if (c < K) s[c] = math::fma(u, k[c], s[c]);
+  return u;
+}
+
+}  // namespace detail
+
+/// Stages the normalized keys of every entry the step sees (the window's from the ring, the
+/// tokens' normalized here), every token's normalized, scaled query, and every entry's log
+/// decay and write strength. Ends with a barrier.
+template <gdn_window Mode, class Policy, class Act, class Exec>
+REPLAYSSM_HOST_DEVICE void stage_gdn_entries(const Exec& ex, const gdn_head_inputs<Act>& in,
+                                             const gdn_head_state<Policy, Act>& st, gdn_shape shape,
+                                             const step_plan& plan, const gdn_scratch_layout& l, float* scratch) {
+  const int32_t K = shape.key_dim, L = plan.length;
+  for (int32_t t = 0; t < plan.tokens; ++t) {
+    l2_normalize(ex, in.k.at(t), K, scratch + l.keys + (L + t) * K, scratch + l.norm);
+    l2_normalize(ex, in.q.at(t), K, scratch + l.queries + t * K, scratch + l.norm, gated_deltanet::query_scale(K));
+  }
+  ex.for_each(L * K, [&](int i) {
+    scratch[l.keys + i] = st.window_k[plan.ring_slot(i / K) * st.window_k_stride + i % K];
+  });
+  ex.for_each(plan.entries(), [&](int j) {
+    const bool token = j >= L;
+    const int32_t slot = plan.ring_slot(j);
+    scratch[l.log_decay + j] =
+        token ? gated_deltanet::log_decay(to_float(in.a.at(j - L)[0]), in.A_log, in.dt_bias)
+              : st.window_g[slot * st.window_g_stride];
+    if (token)
+      scratch[l.beta + j] = gated_deltanet::write_strength(to_float(in.b.at(j - L)[0]));
+    else if constexpr (Mode == gdn_window::raw_inputs)
+      scratch[l.beta + j] = st.window_beta[slot * st.window_beta_stride];
+  });
+  ex.sync();
+}
+
+/// Stages, for every open token t (entry L + t, not folded), the decay of the state since
+/// the folded entries and the coefficients of the entries e it sees: exp(decay e -> t)
+/// (k_e . k_t) for e before t, exp(decay e -> t) (k_e . q_t) for e up to t. Ends with a barrier.
+template <class Exec>
+REPLAYSSM_HOST_DEVICE void stage_gdn_coefficients(const Exec& ex, gdn_shape shape, const step_plan& plan,
+                                                  const gdn_scratch_layout& l, float* scratch) {
+  const int32_t K = shape.key_dim, E = l.entries, F = plan.flushed, L = plan.length;
+  const float* log_decay = scratch + l.log_decay;
+  for (int32_t t = 0; t < plan.tokens && L + t >= F; ++t) {
+    const int32_t last = L + t;
+    ex.for_each(2 * (last + 1 - F), [&](int i) {
+      const int32_t e = F + i / 2;
+      const bool query = i % 2 == 1;
+      if (!query && e == last) return;  // u_t does not see itself
+      const float* key = scratch + l.keys + e * K;
+      const float* w = query ? scratch + l.queries + t * K : scratch + l.keys + last * K;
+      float dot = 0.0f;
+      for (int32_t c = 0; c < K; ++c) dot = math::fma(key[c], w[c], dot);
+      scratch[(query ? l.query_coef : l.key_coef) + t * E + e] =
+          math::mul(math::exp(suffix_log_decay(log_decay, e, last + 1)), dot);
+    });
+  }
+  ex.for_each(plan.tokens, [&](int t) {
+    scratch[l.state_decay + t] = math::exp(suffix_log_decay(log_decay, F - 1, L + t + 1));
+  });
+  ex.sync();
+}
+
+/// The row pass: every state row folds the flushed entries (writing the checkpoint and read
+/// copy), then forms u and the output of every open token from the state and the window's
+/// u. Writes the outputs and the open tokens' u to the window. Ends without a barrier.
+template <token_commit Commit, gdn_window Mode, class Policy, class Act, class Exec>
+REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& in,
+                                    const gdn_head_state<Policy, Act>& st, gdn_shape shape, const step_plan& plan,
+                                    const gdn_scratch_layout& l, const float* scratch) {
+  // A decode step's one token is a constant: its per-token arrays stay in registers.
+  constexpr int MaxTokens = Commit == token_commit::immediate ? 1 : max_draft_tokens;
+  const int32_t V = shape.value_dim, K = shape.key_dim, L = plan.length, F = plan.flushed, E = l.entries;
+  const float* keys = scratch + l.keys;
+  const float* queries = scratch + l.queries;
+  random_stream_key key = st.key;
+  key.flush_index = plan.flushes;
+  ex.for_each(V, [&](int p) {
+    float s[gdn_max_key_dim];
+    if (plan.flush) {
+      detail::gdn_load_row(st.checkpoint_source.data != nullptr ? st.checkpoint_source : st.checkpoint, p, V, K, s);
+      for (int32_t j = 0; j < F; ++j) {
+        const bool token = j >= L;
+        const bool recompute = token || Mode == gdn_window::raw_inputs;
+        const int32_t slot = plan.ring_slot(j);
+        const float u = token || recompute ? 0.0f : st.window_u[slot * st.window_u_stride + p];
+        float v = 0.0f;
+        if (token)
+          v = to_float(in.v.at(j - L)[p]);
+        else if constexpr (Mode == gdn_window::raw_inputs)
+          v = to_float(st.window_v[slot * st.window_v_stride + p]);
+        detail::gdn_fold_row(s, keys + j * K, K, scratch[l.log_decay + j], recompute, u, scratch[l.beta + j], v);
+        if (token) in.o.at(j - L)[p] = from_float<Act>(detail::gdn_row_dot(s, queries + (j - L) * K, K));
+      }
+      detail::gdn_store_row<typename Policy::rounding>(st.checkpoint, p, V, K, s, key);
+      // A separate read copy rounds to nearest: its error is never fed back (see mamba2).
+      if constexpr (!Policy::shared_state) detail::gdn_store_row<round_nearest_even>(st.read_copy, p, V, K, s, key);
+    } else {
+      if constexpr (Policy::shared_state)
+        detail::gdn_load_row(st.checkpoint, p, V, K, s);
+      else
+        detail::gdn_load_row(st.read_copy, p, V, K, s);
+    }
+    const int32_t first = F > L ? F - L : 0;  // the first open token
+    if (first >= plan.tokens) return;
+    float key_term[MaxTokens], query_term[MaxTokens], u[MaxTokens];
+    for (int t = 0; t < MaxTokens; ++t) {
+      if (t < first || t >= plan.tokens) continue;
+      key_term[t] = math::mul(scratch[l.state_decay + t], detail::gdn_row_dot(s, keys + (L + t) * K, K));
+      query_term[t] = math::mul(scratch[l.state_decay + t], detail::gdn_row_dot(s, queries + t * K, K));
+    }
+    for (int32_t e = F; e < L; ++e) {
+      const float ue = st.window_u[plan.ring_slot(e) * st.window_u_stride + p];
+      for (int t = 0; t < MaxTokens; ++t) {
+        if (t >= plan.tokens) continue;
+        key_term[t] = math::fma(scratch[l.key_coef + t * E + e], ue, key_term[t]);
+        query_term[t] = math::fma(scratch[l.query_coef + t * E + e], ue, query_term[t]);
+      }
+    }
+    for (int t = 0; t < MaxTokens; ++t) {
+      if (t < first || t >= plan.tokens) continue;
+      for (int i = 0; i < t; ++i)
+        key_term[t] = math::fma(scratch[l.key_coef + t * E + L + i], u[i], key_term[t]);
+      u[t] = math::mul(scratch[l.beta + L + t], math::add(to_float(in.v.at(t)[p]), -key_term[t]));
+      for (int i = 0; i <= t; ++i)
+        query_term[t] = math::fma(scratch[l.query_coef + t * E + L + i], u[i], query_term[t]);
+      in.o.at(t)[p] = from_float<Act>(query_term[t]);
+      st.window_u[plan.ring_slot(L + t) * st.window_u_stride + p] = u[t];
+    }
+  });
+}
+
+/// Appends the open tokens' k (on the key head's appending value head), g, and in the
+/// `raw_inputs` mode v and beta, after the committed entries.
+template <gdn_window Mode, class Policy, class Act, class Exec>
+REPLAYSSM_HOST_DEVICE void append_gdn_tokens(const Exec& ex, const gdn_head_inputs<Act>& in,
+                                             const gdn_head_state<Policy, Act>& st, gdn_shape shape,
+                                             const step_plan& plan, const gdn_scratch_layout& l,
+                                             const float* scratch) {
+  if (plan.flushed == plan.entries()) return;
+  const int32_t K = shape.key_dim, V = shape.value_dim, L = plan.length;
+  for (int32_t t = 0; t < plan.tokens; ++t) {
+    const int32_t slot = plan.ring_slot(L + t);
+    if (st.appends_key) ex.for_each(K, [&](int c) { st.window_k[slot * st.window_k_stride + c] = scratch[l.keys + (L + t) * K + c]; });
+    if constexpr (Mode == gdn_window::raw_inputs)
+      ex.for_each(V, [&](int p) { st.window_v[slot * st.window_v_stride + p] = in.v.at(t)[p]; });
+  }
+  ex.for_each(plan.tokens, [&](int t) {
+    const int32_t slot = plan.ring_slot(L + t);
+    st.window_g[slot * st.window_g_stride] = scratch[l.log_decay + L + t];
+    if constexpr (Mode == gdn_window::raw_inputs) st.window_beta[slot * st.window_beta_stride] = scratch[l.beta + L + t];
+  });
+}
+
+/// One step of one value head: plan, stage, rows, window and cursor. Returns the step's
+/// error bits; on an error nothing is written.
+template <token_commit Commit, gdn_window Mode = gdn_window::corrected_values, class Policy, class Act, class Exec>
+REPLAYSSM_HOST_DEVICE uint32_t gdn_head_tokens(const Exec& ex, const gdn_head_inputs<Act>& in,
+                                               const gdn_head_state<Policy, Act>& st, gdn_shape shape,
+                                               float* scratch) {
+  const step_plan plan = plan_step<Commit>(st, in.tokens);
+  if (plan.error != step_ok) return plan.error;
+  const auto l = gdn_scratch_layout::make(shape, Policy::window, plan.tokens);
+  stage_gdn_entries<Mode>(ex, in, st, shape, plan, l, scratch);
+  stage_gdn_coefficients(ex, shape, plan, l, scratch);
+  gdn_rows<Commit, Mode>(ex, in, st, shape, plan, l, scratch);
+  append_gdn_tokens<Mode>(ex, in, st, shape, plan, l, scratch);
+  if (st.cursor != nullptr && ex.leader()) *st.cursor = next_cursor(plan, Commit);
+  return step_ok;
+}
+
+/// One decode step of one value head (one token, committed).
+template <gdn_window Mode = gdn_window::corrected_values, class Policy, class Act, class Exec>
+REPLAYSSM_HOST_DEVICE uint32_t gdn_head_step(const Exec& ex, const gdn_head_inputs<Act>& in,
+                                             const gdn_head_state<Policy, Act>& st, gdn_shape shape, float* scratch) {
+  return gdn_head_tokens<token_commit::immediate, Mode>(ex, in, st, shape, scratch);
+}
+
+/// One verify step of one value head: every draft's output from the checkpoint, the window
+/// and the drafts before it; the drafts appended uncommitted. Scratch: `make(shape, W, tokens)`.
+template <gdn_window Mode = gdn_window::corrected_values, class Policy, class Act, class Exec>
+REPLAYSSM_HOST_DEVICE uint32_t gdn_head_verify(const Exec& ex, const gdn_head_inputs<Act>& in,
+                                               const gdn_head_state<Policy, Act>& st, gdn_shape shape,
+                                               float* scratch) {
+  return gdn_head_tokens<token_commit::pending, Mode>(ex, in, st, shape, scratch);
+}
+
+/// Writes a value head's state from `values` (V x K floats, row-major) into the checkpoint
+/// and, in separate mode, the read copy, rounding to nearest even (after prefill, or when a
+/// slot is reused). Reset the head's cursor to `replay_cursor{}` with it.
+template <class Policy, class Exec>
+REPLAYSSM_HOST_DEVICE void write_gdn_head_state(const Exec& ex, const float* values, gdn_shape shape,
+                                                const state_head_view<typename Policy::checkpoint_format>& checkpoint,
+                                                const state_head_view<typename Policy::read_format>& read_copy) {
+  const int32_t V = shape.value_dim, K = shape.key_dim;
+  ex.for_each(V, [&](int p) {
+    float s[gdn_max_key_dim] = {};
+    for (int32_t c = 0; c < K; ++c) s[c] = values[p * K + c];
+    detail::gdn_store_row<round_nearest_even>(checkpoint, p, V, K, s, random_stream_key{});
+    if constexpr (!Policy::shared_state) detail::gdn_store_row<round_nearest_even>(read_copy, p, V, K, s, random_stream_key{});
+  });
+}
+
+/// Decodes a value head's state view into `values` (V x K floats, row-major).
+template <class Format, class Exec>
+REPLAYSSM_HOST_DEVICE void read_gdn_head_state(const Exec& ex, const state_head_view<Format>& view, gdn_shape shape,
+                                               float* values) {
+  const int32_t V = shape.value_dim, K = shape.key_dim;
+  ex.for_each(V, [&](int p) {
+    float s[gdn_max_key_dim];
+    detail::gdn_load_row(view, p, V, K, s);
+    for (int32_t c = 0; c < K; ++c) values[p * K + c] = s[c];
+  });
+}
+
+}  // namespace replayssm
