@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the decode-loop examples share: a backend that owns buffers in host or device memory
-// and runs the library's steps on the CPU or the GPU, the fixed-seed weights of a toy
-// Mamba-2 stack, and the command-line entry point.
+// and runs the library's steps (Mamba-2 or Gated DeltaNet) on the CPU or the GPU, the
+// fixed-seed weights of a toy stack of recurrent layers, and the command-line entry point.
 #pragma once
 
 #include <replayssm/replayssm.hpp>
@@ -110,22 +110,36 @@ class backend {
     for (int r = 0; r < rows; ++r) piece(v, r);
   }
 
-  // The library's steps. Launchers return a status; an error becomes an exception here.
-  template <class Policy>
-  void decode_step(const mamba2_params& p) const {
+  // The library's steps, for any recurrence's params (the launchers are overloaded on the
+  // params type). Launchers return a status; an error becomes an exception here.
+
+  /// One decode step: the conventional write-back step for a write-back policy, else replay.
+  template <class Policy, class Params>
+  void decode_step(const Params& p) const {
+    if constexpr (Policy::is_writeback) {
+      static_assert(Policy::shared_state, "a write-back policy keeps one state format");
+      using state = typename Policy::checkpoint_format;
+      using rounding = typename Policy::rounding;
 #if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return cuda::mamba2_decode_step<Policy>(p).throw_if_error();
+      if (cuda_) return cuda::naive_decode_step<state, rounding>(p).throw_if_error();
 #endif
-    cpu::mamba2_decode_step<Policy>(p).throw_if_error();
+      cpu::naive_decode_step<state, rounding>(p).throw_if_error();
+    } else {
+#if REPLAYSSM_CUDA_COMPILER
+      if (cuda_) return cuda::replay_decode_step<Policy>(p).throw_if_error();
+#endif
+      cpu::replay_decode_step<Policy>(p).throw_if_error();
+    }
   }
-  template <class Policy>
-  void verify_step(const mamba2_params& p) const {
+  template <class Policy, class Params>
+  void verify_step(const Params& p) const {
 #if REPLAYSSM_CUDA_COMPILER
     if (cuda_) return cuda::replay_verify_step<Policy>(p).throw_if_error();
 #endif
     cpu::replay_verify_step<Policy>(p).throw_if_error();
   }
-  void commit(const mamba2_params& p) const {
+  template <class Params>
+  void commit(const Params& p) const {
 #if REPLAYSSM_CUDA_COMPILER
     if (cuda_) return cuda::commit_drafts(p).throw_if_error();
 #endif
@@ -166,40 +180,68 @@ class backend {
   uint32_t* flags_ = nullptr;
 };
 
-/// The weights of a toy Mamba-2 stack, drawn from a fixed seed with Mamba's initialization
-/// statistics: per-head A, D and dt bias, per-token tables of the layer inputs, and every
-/// layer's state as after a prefill.
-struct model_weights {
-  std::vector<float> A, D, dt_bias;  // [layers][heads]
-  std::vector<float> embed;          // [vocab][heads * head_dim]
-  std::vector<float> z_table;        // [layers][vocab][heads * head_dim]
-  std::vector<float> bc_table;       // [layers][vocab][2][groups * state_dim]: B, then C
-  std::vector<float> dt_table;       // [layers][vocab][heads], raw
-  std::vector<std::vector<float>> initial_state;  // [layers] -> [batch][H][P][N]
+/// A per-token table of layer inputs: `width` values per (layer, token), drawn normal with
+/// standard deviation `stddev`.
+struct table_spec {
+  size_t width;
+  float stddev;
+};
 
-  model_weights(uint64_t seed, const mamba2_layer_shape& s, int layers, int vocab, int batch) {
+/// The weights of a toy stack of recurrent layers, drawn from a fixed seed with Mamba's
+/// initialization statistics: per-head decay rates and time-step biases, a token embedding
+/// (the residual stream a token starts from), per-token tables of the other layer inputs,
+/// and every layer's state as after a prefill.
+struct model_weights {
+  std::vector<float> A_log;    // [layers][heads]: decay rate exp(A_log), log-uniform in [1, 16]
+  std::vector<float> dt_bias;  // [layers][heads]: softplus^-1(dt0), dt0 log-uniform in [1e-3, 1e-1]
+  std::vector<float> embed;    // [vocab][d_model], normal with standard deviation 1
+  std::vector<std::vector<float>> tables;         // one per table_spec: [layers][vocab][width]
+  std::vector<std::vector<float>> initial_state;  // [layers] -> [batch][state_elements]
+
+  model_weights(uint64_t seed, int layers, int heads, int vocab, size_t d_model, const std::vector<table_spec>& specs,
+                size_t state_elements, int batch, float state_stddev) {
     std::mt19937_64 rng(seed);
-    std::normal_distribution<float> unit(0.0f, 1.0f), raw_dt(0.0f, 0.3f), small(0.0f, 0.5f);
     std::uniform_real_distribution<float> log_a(0.0f, std::log(16.0f)), log_dt(std::log(1e-3f), std::log(1e-1f));
-    const size_t d = size_t(s.heads) * s.head_dim, gn = size_t(s.groups) * s.state_dim;
-    for (int i = 0; i < layers * s.heads; ++i) {
-      A.push_back(-std::exp(log_a(rng)));
-      D.push_back(1.0f);
-      dt_bias.push_back(std::log(std::expm1(std::exp(log_dt(rng)))));  // softplus^-1 of dt0
+    for (int i = 0; i < layers * heads; ++i) {
+      A_log.push_back(log_a(rng));
+      dt_bias.push_back(std::log(std::expm1(std::exp(log_dt(rng)))));
     }
-    auto fill = [&](std::vector<float>& v, size_t n, std::normal_distribution<float>& dist) {
+    auto fill = [&](std::vector<float>& v, size_t n, float stddev) {
+      std::normal_distribution<float> dist(0.0f, stddev);
       v.resize(n);
       for (auto& e : v) e = dist(rng);
     };
-    fill(embed, size_t(vocab) * d, unit);
-    fill(z_table, size_t(layers) * vocab * d, unit);
-    fill(bc_table, size_t(layers) * vocab * 2 * gn, unit);
-    fill(dt_table, size_t(layers) * vocab * s.heads, raw_dt);
+    fill(embed, size_t(vocab) * d_model, 1.0f);
+    for (const table_spec& t : specs) {
+      tables.emplace_back();
+      fill(tables.back(), size_t(layers) * vocab * t.width, t.stddev);
+    }
     for (int l = 0; l < layers; ++l) {
       initial_state.emplace_back();
-      fill(initial_state.back(), size_t(batch) * s.state_elements(), small);
+      fill(initial_state.back(), size_t(batch) * state_elements, state_stddev);
     }
   }
+};
+
+/// The weights of a toy Mamba-2 stack: A = -exp(A_log), D = 1, and per-token tables of the
+/// gate z (unit normal), B and C (unit normal, group-major, B then C) and the raw dt (standard
+/// deviation 0.3); states normal with standard deviation 0.5.
+struct mamba2_weights : model_weights {
+  std::vector<float> A, D;  // [layers][heads]
+
+  mamba2_weights(uint64_t seed, const mamba2_layer_shape& s, int layers, int vocab, int batch)
+      : model_weights(seed, layers, s.heads, vocab, size_t(s.heads) * s.head_dim,
+                      {{size_t(s.heads) * s.head_dim, 1.0f}, {2 * size_t(s.groups) * s.state_dim, 1.0f},
+                       {size_t(s.heads), 0.3f}},
+                      size_t(s.state_elements()), batch, 0.5f) {
+    for (float a : A_log) {
+      A.push_back(-std::exp(a));
+      D.push_back(1.0f);
+    }
+  }
+  const std::vector<float>& z_table() const { return tables[0]; }   // [layers][vocab][heads * head_dim]
+  const std::vector<float>& bc_table() const { return tables[1]; }  // [layers][vocab][2][groups * state_dim]
+  const std::vector<float>& dt_table() const { return tables[2]; }  // [layers][vocab][heads]
 };
 
 /// The examples' `main`: parses the options (usage and exit code 2 on bad ones), refuses

@@ -121,7 +121,7 @@ struct uploaded_weights {
   rows_view tables;
   const float *A, *D, *dt_bias;
 
-  uploaded_weights(backend& be, const options& o, const model_weights& w)
+  uploaded_weights(backend& be, const options& o, const mamba2_weights& w)
       : A(be.upload(w.A)), D(be.upload(w.D)), dt_bias(be.upload(w.dt_bias)) {
     const auto& s = o.shape;
     tables.d_model = s.heads * s.head_dim;
@@ -129,9 +129,9 @@ struct uploaded_weights {
     tables.heads = s.heads;
     tables.gn = s.groups * s.state_dim;
     tables.embed = be.upload(w.embed);
-    tables.z_table = be.upload(w.z_table);
-    tables.bc_table = be.upload(w.bc_table);
-    tables.dt_table = be.upload(w.dt_table);
+    tables.z_table = be.upload(w.z_table());
+    tables.bc_table = be.upload(w.bc_table());
+    tables.dt_table = be.upload(w.dt_table());
   }
 };
 
@@ -158,7 +158,7 @@ struct layer_stack {
 /// A stack under `Policy` with `tokens` rows per request (a verify step's drafts, or 1 for
 /// decode steps), every layer starting from its prefill state.
 template <class Policy>
-layer_stack make_stack(backend& be, const options& o, const model_weights& w, const uploaded_weights& uw, int tokens) {
+layer_stack make_stack(backend& be, const options& o, const mamba2_weights& w, const uploaded_weights& uw, int tokens) {
   const auto& s = o.shape;
   layer_stack st;
   st.rows = o.batch * tokens;
@@ -255,7 +255,7 @@ int run(const options& o) {
   std::printf("mode: %s, verify + commit (baseline: sequential %s)\n", describe<spec_mode>().c_str(),
               describe<sequential_mode>().c_str());
 
-  const model_weights w(o.seed, o.shape, o.layers, o.vocab, o.batch);
+  const mamba2_weights w(o.seed, o.shape, o.layers, o.vocab, o.batch);
   const uploaded_weights uw(be, o, w);
   layer_stack spec = make_stack<spec_mode>(be, o, w, uw, T);
   layer_stack seq = make_stack<sequential_mode>(be, o, w, uw, 1);

@@ -4,6 +4,9 @@
 // launchers, or the device runner of the GPU tests) performs each step.
 #pragma once
 
+#include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -169,6 +172,16 @@ struct host_gdn_state {
   }
 };
 
+/// The slots of a case's requests: distinct (a step must not see one slot twice), spread out.
+inline std::vector<int32_t> request_slots(const gdn_case& c) {
+  std::vector<int32_t> slots;
+  for (int b = 0; b < c.batch; ++b) slots.push_back((b * 2 + 1) % c.num_slots);
+  std::vector<int32_t> distinct = slots;
+  std::sort(distinct.begin(), distinct.end());
+  REQUIRE(std::unique(distinct.begin(), distinct.end()) == distinct.end());
+  return slots;
+}
+
 /// Random initial states of magnitude about 0.3, as after a prefill of normalized keys.
 inline std::vector<double> random_gdn_state(const gdn_layer_shape& s, std::mt19937_64& rng) {
   std::normal_distribution<double> unit(0.0, 0.3);
@@ -236,8 +249,7 @@ gdn_errors run_gdn_scenario(const gdn_case& c, int steps, bool stagger, const gd
     ref.state[size_t(slot)].assign(held.begin(), held.end());
     st.phase[size_t(slot)] = stagger ? slot % Policy::window : 0;
   }
-  std::vector<int32_t> slots;
-  for (int b = 0; b < c.batch; ++b) slots.push_back((b * 2 + 1) % c.num_slots);
+  const std::vector<int32_t> slots = request_slots(c);
   const size_t out_per_request = size_t(c.shape.value_heads) * c.shape.value_dim;
   std::vector<Act> o(size_t(c.batch) * out_per_request);
   std::vector<double> expected(out_per_request);

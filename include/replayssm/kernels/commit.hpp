@@ -11,6 +11,7 @@
 #include "replayssm/config.hpp"
 #include "replayssm/kernels/requests.hpp"
 #include "replayssm/kernels/status.hpp"
+#include "replayssm/kernels/validate_common.hpp"
 #include "replayssm/replay/cursor.hpp"
 
 namespace replayssm {
@@ -33,10 +34,9 @@ template <class Params>
                          ", heads=" + std::to_string(p.heads) + ", num_slots=" + std::to_string(p.num_slots) + ")");
   if (p.cursors == nullptr) return status::error("commit: cursors are null");
   if (p.accepted_counts == nullptr) return status::error("commit: accepted_counts are null");
-  if (p.slot_indices == nullptr && p.batch > p.num_slots)
-    return status::error("commit: without slot_indices request b uses slot b, but batch=" + std::to_string(p.batch) +
-                         " exceeds num_slots=" + std::to_string(p.num_slots));
+  if (status s = detail::check_slot_fields("commit", p); !s) return s;
   if (!host_memory) return {};
+  if (status s = detail::check_token_counts(p, "commit"); !s) return s;
   if (status s = detail::check_accepted_counts(p, "commit"); !s) return s;
   for (int32_t b = 0; b < p.batch; ++b) {
     const int32_t slot = request_slot(p, b);
@@ -55,8 +55,9 @@ template <class Params>
 template <class Params>
 REPLAYSSM_HOST_DEVICE uint32_t snapshot_commit_request(const Params& p, int32_t* slot_indices,
                                                               int32_t* snapshot_slots, int32_t b) {
-  const int32_t accepted = p.accepted_counts[b];
-  if (accepted < 0 || accepted > request_tokens(p, b)) return error_accepted_out_of_range;
+  const int32_t accepted = p.accepted_counts[b], verified = request_tokens(p, b);
+  if (verified < 1 || verified > p.tokens) return error_tokens_out_of_range;  // beyond [batch][tokens]
+  if (accepted < 0 || accepted > verified) return error_accepted_out_of_range;
   if (accepted == 0 || slot_indices[b] == p.pad_slot_id) return step_ok;
   int32_t& snapshot = snapshot_slots[int64_t(b) * p.tokens + accepted - 1];
   const int32_t previous = slot_indices[b];
@@ -71,7 +72,9 @@ template <class Params>
                                                      const int32_t* snapshot_slots, bool host_memory) {
   if (slot_indices == nullptr || snapshot_slots == nullptr || p.accepted_counts == nullptr)
     return status::error("snapshot commit: slot_indices, snapshot_slots and accepted_counts must be set");
-  return host_memory ? detail::check_accepted_counts(p, "snapshot commit") : status{};
+  if (!host_memory) return {};
+  if (status s = detail::check_token_counts(p, "snapshot commit"); !s) return s;
+  return detail::check_accepted_counts(p, "snapshot commit");
 }
 
 namespace detail {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cuda_decode.cuh
-/// Layer 6: the ready-made CUDA kernels of the Mamba-2 steps (decode, speculative verify and
-/// commit, and the snapshot baseline) and their launchers, built from the primitives (run by
-/// `block_executor`). One block per (request, head).
+/// Layer 6: the ready-made CUDA kernels of the Mamba-2 and Gated DeltaNet steps (decode,
+/// speculative verify and commit, and the snapshot baseline) and their launchers, built from
+/// the primitives (run by `block_executor`). One block per (request, head); the launchers
+/// are overloaded on the params type.
 ///
 /// A step is one launch, makes no host round trip and no allocation, and is CUDA-graph
 /// capturable: window lengths, pending drafts and flush counts live on the device in `cursors`.
@@ -13,11 +14,15 @@
 #include <string>
 
 #include "replayssm/kernels/commit.hpp"
+#include "replayssm/kernels/gdn_params.hpp"
+#include "replayssm/kernels/gdn_snapshot.hpp"
+#include "replayssm/kernels/gdn_validate.hpp"
 #include "replayssm/kernels/mamba2_params.hpp"
 #include "replayssm/kernels/mamba2_snapshot.hpp"
 #include "replayssm/kernels/mamba2_validate.hpp"
 #include "replayssm/kernels/status.hpp"
 #include "replayssm/replay/executor.hpp"
+#include "replayssm/replay/gdn_head_step.hpp"
 #include "replayssm/replay/mamba2_head_step.hpp"
 
 namespace replayssm {
@@ -73,6 +78,35 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, 6>) mamba2
   if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
 }
 
+/// Gated DeltaNet: one block runs one value head of one request, a state row per thread.
+template <class Policy, class Act, int Threads, token_commit Commit, gdn_window Mode>
+__global__ void __launch_bounds__(Threads) gdn_decode_kernel(const gdn_params p) {
+  static_assert(Threads % 32 == 0 && Threads <= 1024, "gdn_decode_kernel: Threads must be whole warps");
+  extern __shared__ float4 scratch_storage[];
+  const int32_t h = blockIdx.x, b = blockIdx.y;
+  const int32_t slot = request_slot(p, b);
+  if (slot == p.pad_slot_id) return;
+  uint32_t errors = error_slot_out_of_range;
+  if (slot >= 0 && slot < p.num_slots) {
+    const gdn_head_views<Policy, Act> v(p, b, h, slot);
+    errors = gdn_head_tokens<Commit, Mode>(block_executor{}, v.in, v.state, gdn_shape{p.value_dim, p.key_dim},
+                                           reinterpret_cast<float*>(scratch_storage));
+  }
+  if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+}
+
+/// Gated DeltaNet's snapshot baseline: one block per (request, value head), a row per thread.
+template <class StateFormat, class Act, int Threads>
+__global__ void __launch_bounds__(Threads) gdn_snapshot_kernel(const gdn_params p) {
+  extern __shared__ float4 scratch_storage[];
+  const int32_t h = blockIdx.x, b = blockIdx.y;
+  const int32_t slot = request_slot(p, b);
+  if (slot == p.pad_slot_id) return;
+  const uint32_t errors =
+      gdn_snapshot_head_step<StateFormat, Act>(block_executor{}, p, b, h, slot, reinterpret_cast<float*>(scratch_storage));
+  if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+}
+
 /// Commits the accepted drafts of every (request, head): one thread each.
 template <class Params>
 __global__ void commit_drafts_kernel(const Params p) {
@@ -95,12 +129,12 @@ __global__ void snapshot_commit_kernel(const Params p, int32_t* slot_indices, in
 namespace detail {
 
 inline status cuda_error(const char* what, cudaError_t e) {
-  return status::error(std::string("mamba2: ") + what + ": " + cudaGetErrorString(e));
+  return status::error(std::string("replayssm: ") + what + ": " + cudaGetErrorString(e));
 }
 
 /// Launches `kernel` over (heads, batch) blocks with `smem` bytes of dynamic shared memory.
-template <class Kernel>
-status launch_head_blocks(Kernel kernel, const mamba2_params& p, size_t smem, int threads, cudaStream_t stream) {
+template <class Kernel, class Params>
+status launch_head_blocks(Kernel kernel, const Params& p, size_t smem, int threads, cudaStream_t stream) {
   if (smem > 48 * 1024) {
     if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
         e != cudaSuccess)
@@ -190,10 +224,69 @@ template <class StateFormat, int Threads = decode_block_threads>
 
 /// The conventional commit: request b's slot becomes the snapshot slot of its last accepted
 /// draft (`slot_indices` and `snapshot_slots`, device memory, are updated in place).
-[[nodiscard]] inline status snapshot_commit(const mamba2_params& p, int32_t* slot_indices, int32_t* snapshot_slots,
-                                            cudaStream_t stream = nullptr) {
+template <class Params>
+[[nodiscard]] status snapshot_commit(const Params& p, int32_t* slot_indices, int32_t* snapshot_slots,
+                                     cudaStream_t stream = nullptr) {
   if (status s = validate_snapshot_commit(p, slot_indices, snapshot_slots, /*host_memory=*/false); !s) return s;
-  return detail::launch_threads(snapshot_commit_kernel<mamba2_params>, p.batch, stream, p, slot_indices, snapshot_slots);
+  return detail::launch_threads(snapshot_commit_kernel<Params>, p.batch, stream, p, slot_indices, snapshot_slots);
+}
+
+namespace detail {
+
+/// A Gated DeltaNet decode or verify step for every request of `p` (device memory).
+template <class Policy, int Threads, token_commit Commit, gdn_window Mode>
+status gdn_tokens_step(const gdn_params& p, cudaStream_t stream) {
+  if (status s = validate_gdn<Policy, Mode>(p, /*host_memory=*/false, Commit); !s) return s;
+  if (p.batch == 0) return {};
+  const size_t smem = gdn_scratch_layout::make({p.value_dim, p.key_dim}, Policy::window, p.tokens).bytes();
+  status result;
+  dispatch_dtype(p.act_dtype, [&](auto act) {
+    result = launch_head_blocks(gdn_decode_kernel<Policy, decltype(act), Threads, Commit, Mode>, p, smem, Threads, stream);
+  });
+  return result;
+}
+
+}  // namespace detail
+
+/// Gated DeltaNet: one decode step for every request of `p` (device memory), under `Policy`
+/// with the window mode `Mode`, in blocks of `Threads` threads (a state row each).
+template <class Policy, gdn_window Mode = gdn_window::corrected_values, int Threads = decode_block_threads>
+[[nodiscard]] status gdn_decode_step(const gdn_params& p, cudaStream_t stream = nullptr) {
+  return detail::gdn_tokens_step<Policy, Threads, token_commit::immediate, Mode>(p, stream);
+}
+
+/// Gated DeltaNet: the conventional step, read, update and write the whole state.
+template <class StateFormat, class Rounding = round_nearest_even>
+[[nodiscard]] status naive_decode_step(const gdn_params& p, cudaStream_t stream = nullptr) {
+  return gdn_decode_step<writeback_policy<StateFormat, Rounding>>(p, stream);
+}
+
+/// Gated DeltaNet: the replay step, output from checkpoint + window, flush when it fills.
+template <class Policy, gdn_window Mode = gdn_window::corrected_values>
+[[nodiscard]] status replay_decode_step(const gdn_params& p, cudaStream_t stream = nullptr) {
+  static_assert(!Policy::is_writeback, "replay_decode_step needs a window longer than 1");
+  return gdn_decode_step<Policy, Mode>(p, stream);
+}
+
+/// Gated DeltaNet: the speculative verify step; drafts wait in the window until
+/// `commit_drafts`.
+template <class Policy, gdn_window Mode = gdn_window::corrected_values, int Threads = decode_block_threads>
+[[nodiscard]] status replay_verify_step(const gdn_params& p, cudaStream_t stream = nullptr) {
+  return detail::gdn_tokens_step<Policy, Threads, token_commit::pending, Mode>(p, stream);
+}
+
+/// Gated DeltaNet: the conventional verify step, each draft's state written to its
+/// snapshot slot in one pass over the state.
+template <class StateFormat, int Threads = decode_block_threads>
+[[nodiscard]] status snapshot_verify_step(const gdn_params& p, cudaStream_t stream = nullptr) {
+  if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/false); !s) return s;
+  if (p.batch == 0) return {};
+  const size_t smem = gdn_scratch_layout::make({p.value_dim, p.key_dim}, 0, p.tokens).bytes();
+  status result;
+  dispatch_dtype(p.act_dtype, [&](auto act) {
+    result = detail::launch_head_blocks(gdn_snapshot_kernel<StateFormat, decltype(act), Threads>, p, smem, Threads, stream);
+  });
+  return result;
 }
 
 /// Reads and clears the device error flags; an error status describes what was skipped.
@@ -204,7 +297,7 @@ template <class StateFormat, int Threads = decode_block_threads>
   if (cudaError_t e = cudaMemsetAsync(error_flags, 0, sizeof bits, stream); e != cudaSuccess)
     return detail::cuda_error("clearing error flags", e);
   if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) return detail::cuda_error("synchronizing", e);
-  return bits == 0 ? status{} : status::error("mamba2: " + describe_step_errors(bits));
+  return bits == 0 ? status{} : status::error("replayssm: " + describe_step_errors(bits));
 }
 
 }  // namespace cuda
