@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Device-side helpers of the GPU benchmarks: buffers, random state pools, the measured
-// copy and read bandwidths, and timing with CUDA events and graphs.
+// Device-side helpers of the GPU benchmarks, shared by every recurrence (Mamba-2, Gated
+// DeltaNet): buffers, random inputs and state pools, requests placed in pools several times
+// the L2, the measured copy and read bandwidths, timing with CUDA events and graphs, the
+// bandwidth counters, and the speculative-decoding rounds with their acceptance model.
+//
+// A benchmark layer (mamba2_bench_layer.cuh, gdn_bench_layer.cuh) is a `device_arena` with
+// `policy`, `batch`, `tokens`, params `p` (with `error_flags` and `accepted_counts`),
+// `step(stream)`, `bytes_per_step()`, `snapshot_bytes()` and `window_extra_bytes()`.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -9,8 +15,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <replayssm/kernels/cuda_decode.cuh>
@@ -19,6 +27,18 @@
 namespace replayssm_bench {
 
 using namespace replayssm;
+
+/// The activations of every benchmark.
+using act_t = bfloat16_t;
+/// L2 of the H200; state pools are made several times larger.
+constexpr double l2_bytes = 60e6;
+
+/// A model's layer shape with the name the benchmark names carry.
+template <class Shape>
+struct named_shape {
+  const char* name;
+  Shape shape;
+};
 
 inline void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
@@ -59,6 +79,18 @@ __global__ void fill_uniform(T* out, size_t n, uint32_t seed, float scale) {
     const uint32x4 r = philox4x32_10({uint32_t(i), uint32_t(i >> 32), 0u, 0u}, seed, 0x5eedu);
     const float u = float(r.x >> 8) * (1.0f / 16777216.0f);
     out[i] = from_float<T>((2.0f * u - 1.0f) * scale);
+  }
+}
+
+/// Fills `n` elements of type T with normal values of standard deviation `scale` from Philox
+/// (Box-Muller).
+template <class T>
+__global__ void fill_normal(T* out, size_t n, uint32_t seed, float scale) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const uint32x4 r = philox4x32_10({uint32_t(i), uint32_t(i >> 32), 2u, 0u}, seed, 0x5eedu);
+    const float u1 = float((r.x >> 8) + 1u) * (1.0f / 16777216.0f);  // (0, 1]
+    const float u2 = float(r.y >> 8) * (1.0f / 16777216.0f);
+    out[i] = from_float<T>(scale * sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2));
   }
 }
 
@@ -139,6 +171,218 @@ inline const device_bandwidth& measured_bandwidth() {
     return r;
   }();
   return bw;
+}
+
+/// The owned device buffers of a benchmark layer.
+struct device_arena {
+  std::vector<device_buffer> owned;
+
+  /// `bytes` of uninitialized device memory (null for 0).
+  void* take(size_t bytes) {
+    owned.emplace_back(bytes);
+    return owned.back().get();
+  }
+  /// `n` zeroed values of T.
+  template <class T>
+  T* zeroed(size_t n) {
+    T* ptr = static_cast<T*>(take(n * sizeof(T)));
+    if (n > 0) cuda_check(cudaMemset(ptr, 0, n * sizeof(T)), "memset");
+    return ptr;
+  }
+  /// `n` values of T, uniform in [-scale, scale].
+  template <class T>
+  T* random(size_t n, float scale, uint32_t seed) {
+    T* ptr = static_cast<T*>(take(n * sizeof(T)));
+    fill_uniform<T><<<256, 256>>>(ptr, n, seed, scale);
+    return ptr;
+  }
+  /// `n` values of T, normal with standard deviation `scale`.
+  template <class T>
+  T* random_normal(size_t n, float scale, uint32_t seed) {
+    T* ptr = static_cast<T*>(take(n * sizeof(T)));
+    fill_normal<T><<<256, 256>>>(ptr, n, seed, scale);
+    return ptr;
+  }
+  template <class T>
+  T* upload(const std::vector<T>& v) {
+    T* ptr = static_cast<T*>(take(v.size() * sizeof(T)));
+    cuda_check(cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
+    return ptr;
+  }
+  /// A state pool in `Format` of random values of magnitude about 1; `*scales` gets its scales.
+  template <class Format>
+  void* state_pool(size_t data_bytes, size_t scale_bytes, void** scales) {
+    void* data = take(data_bytes);
+    *scales = scale_bytes > 0 ? take(scale_bytes) : nullptr;
+    fill_state_pool<Format><<<1024, 256>>>(data, *scales, data_bytes / Format::data_bytes_per_chunk, 9);
+    return data;
+  }
+};
+
+/// Where a batch's requests live in a state pool (device arrays).
+struct slot_placement {
+  int num_slots = 0;
+  const int32_t* slot_indices = nullptr;    ///< [batch]
+  const int32_t* snapshot_slots = nullptr;  ///< [batch][snapshots per request], or null
+  const int32_t* flush_phase = nullptr;     ///< [num_slots], or null for write-back
+};
+
+/// A pool of at least four times the L2 (more slots than requests, `slot_bytes` of state
+/// each), with the requests (and their snapshots) on a random subset of slots in random
+/// order. Replay (`window` > 1) gets flush phases: slot i's is i mod window with `stagger`,
+/// else 0.
+inline slot_placement place_requests(device_arena& mem, int batch, int snapshots_per_request, double slot_bytes,
+                                     int window, bool stagger) {
+  slot_placement r;
+  const int needed = batch * (1 + snapshots_per_request);
+  r.num_slots = std::max(needed, int(4 * l2_bytes / slot_bytes) + 1);
+  std::vector<int32_t> slots(static_cast<size_t>(r.num_slots));
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), std::mt19937(42));
+  r.slot_indices = mem.upload(std::vector<int32_t>(slots.begin(), slots.begin() + batch));
+  if (snapshots_per_request > 0)
+    r.snapshot_slots = mem.upload(std::vector<int32_t>(slots.begin() + batch, slots.begin() + needed));
+  if (window > 1) {
+    std::vector<int32_t> phase(static_cast<size_t>(r.num_slots));
+    for (int i = 0; i < r.num_slots; ++i) phase[size_t(i)] = stagger ? i % window : 0;
+    r.flush_phase = mem.upload(phase);
+  }
+  return r;
+}
+
+/// A CUDA graph of `steps` calls of `step(i, stream)`.
+inline cudaGraphExec_t capture(int steps, cudaStream_t stream, const std::function<void(int, cudaStream_t)>& step) {
+  cudaGraph_t graph;
+  cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "capture");
+  for (int i = 0; i < steps; ++i) step(i, stream);
+  cuda_check(cudaStreamEndCapture(stream, &graph), "capture");
+  cudaGraphExec_t exec;
+  cuda_check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  cudaGraphDestroy(graph);
+  return exec;
+}
+
+/// Times `graph` once per benchmark iteration with CUDA events (manual time per step of
+/// `steps`), after one warm-up launch; returns the median seconds per step.
+inline double time_graph(benchmark::State& state, cudaGraphExec_t graph, cudaStream_t stream, int steps) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  cuda_check(cudaGraphLaunch(graph, stream), "warm-up");
+  std::vector<double> per_step;
+  for (auto _ : state) {
+    cudaEventRecord(a, stream);
+    cudaGraphLaunch(graph, stream);
+    cudaEventRecord(b, stream);
+    cuda_check(cudaEventSynchronize(b), "graph");
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    per_step.push_back(ms * 1e-3 / steps);
+    state.SetIterationTime(per_step.back());
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(per_step.begin(), per_step.end());
+  return per_step[per_step.size() / 2];
+}
+
+/// Fails the run if a step reported an error on the device.
+inline void require_no_step_errors(uint32_t* error_flags, cudaStream_t stream) {
+  const status s = cuda::take_step_errors(error_flags, stream);
+  if (!s) {
+    std::fprintf(stderr, "%s\n", s.message().c_str());
+    std::exit(1);
+  }
+}
+
+inline void set_bandwidth_counters(benchmark::State& state, double bytes, double seconds) {
+  const auto& bw = measured_bandwidth();
+  const double gbs = bytes / seconds / 1e9;
+  state.counters["bytes_per_step"] = bytes;
+  state.counters["GBps"] = gbs;
+  state.counters["pct_copy_bw"] = 100.0 * gbs / bw.copy_gbs;
+  state.counters["pct_read_bw"] = 100.0 * gbs / bw.read_gbs;
+  state.counters["copy_bw_GBps"] = bw.copy_gbs;
+  state.counters["read_bw_GBps"] = bw.read_gbs;
+}
+
+/// Steps per timed graph: a whole window for replay, 16 for the write-back step.
+template <class Policy>
+constexpr int graph_steps = Policy::is_writeback ? 16 : Policy::window;
+
+/// Mean step time over whole windows: one iteration is a graph of `graph_steps` decode
+/// steps of `layer`, its time divided by the step count. Sets `median_us` and the bandwidth
+/// counters of the layer's modelled bytes per step.
+template <class Layer>
+void time_decode_steps(benchmark::State& state, Layer& layer) {
+  const int steps = graph_steps<typename Layer::policy>;
+  cudaStream_t stream;
+  cuda_check(cudaStreamCreate(&stream), "stream");
+  cudaGraphExec_t graph = capture(steps, stream, [&](int, cudaStream_t s) { layer.step(s); });
+  const double median = time_graph(state, graph, stream, steps);
+  state.counters["median_us"] = median * 1e6;
+  set_bandwidth_counters(state, layer.bytes_per_step(), median);
+  require_no_step_errors(layer.p.error_flags, stream);
+  cudaGraphExecDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+/// Registers `fn(state, shape)` at each batch as `name/batch:N`, in manual time and
+/// microseconds; the caller sets how long it runs.
+template <class Fn, class Shape>
+benchmark::internal::Benchmark* register_batches(const std::string& name, Fn fn, const Shape& shape,
+                                                 const std::vector<int64_t>& batches) {
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), fn, shape);
+  for (int64_t batch : batches) b->Arg(batch);
+  return b->ArgName("batch")->UseManualTime()->Unit(benchmark::kMicrosecond);
+}
+
+// Speculative decoding: one iteration is a CUDA graph of `spec_rounds` rounds (a verify
+// step and a commit each) with a fixed acceptance pattern; the time per round is its median
+// over iterations. Accepted tokens/s = batch x mean accepted / time per round.
+
+constexpr int draft_tokens = 4;
+/// Drafts accepted of 4, cycled per request and round: mean 2.5.
+constexpr int32_t acceptance_pattern[] = {1, 2, 3, 4, 2, 3};
+constexpr int pattern_length = 6;
+/// Rounds per graph: two periods of the pattern, about two flushes per request at W = 16.
+constexpr int spec_rounds = 12;
+
+/// accepted[round][request] of the fixed pattern, on the device.
+template <class Layer>
+const int32_t* upload_acceptance(Layer& layer, double* mean) {
+  std::vector<int32_t> accepted;
+  for (int r = 0; r < spec_rounds; ++r)
+    for (int b = 0; b < layer.batch; ++b) accepted.push_back(acceptance_pattern[(b + r) % pattern_length]);
+  double sum = 0;
+  for (int32_t a : accepted) sum += a;
+  *mean = sum / double(accepted.size());
+  return layer.upload(accepted);
+}
+
+/// Times a graph of `spec_rounds` rounds of `round(params, stream)` and sets the counters:
+/// time per round, accepted tokens/s, the snapshot memory the baseline keeps and, for
+/// replay, the window ring's extra bytes for the drafts.
+template <class Layer, class Round>
+void time_rounds(benchmark::State& state, Layer& layer, Round&& round) {
+  double mean_accepted = 0;
+  const int32_t* accepted = upload_acceptance(layer, &mean_accepted);
+  cudaStream_t stream;
+  cuda_check(cudaStreamCreate(&stream), "stream");
+  cudaGraphExec_t graph = capture(spec_rounds, stream, [&](int r, cudaStream_t s) {
+    auto p = layer.p;
+    p.accepted_counts = accepted + r * layer.batch;
+    round(p, s);
+  });
+  const double median = time_graph(state, graph, stream, spec_rounds);
+  require_no_step_errors(layer.p.error_flags, stream);
+  state.counters["round_us"] = median * 1e6;
+  state.counters["mean_accepted"] = mean_accepted;
+  state.counters["accepted_tokens_per_s"] = layer.batch * mean_accepted / median;
+  state.counters["snapshot_bytes"] = layer.snapshot_bytes();
+  if constexpr (!Layer::policy::is_writeback) state.counters["window_extra_bytes"] = layer.window_extra_bytes();
+  cudaGraphExecDestroy(graph);
+  cudaStreamDestroy(stream);
 }
 
 }  // namespace replayssm_bench

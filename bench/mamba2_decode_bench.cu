@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU benchmark of the Mamba-2 decode steps: naive write-back against replay over batch,
-// model shape, window and state format, BF16 activations.
+// model shape, window and state format, BF16 activations. (main: bench_main.cu.)
 //
 // Replay time per step is the mean over whole windows: a CUDA graph of W steps, flush
 // included, timed with CUDA events (manual time). State pools are several times the 60 MB
@@ -11,31 +11,21 @@
 namespace replayssm_bench {
 
 /// Registers the speculative-decoding benchmarks (mamba2_spec_bench.cu).
-void register_spec();
+void register_mamba2_spec();
 
 namespace {
 
-/// Mean step time over whole windows: one iteration is a graph of W steps (16 for the
-/// write-back step), its time divided by the step count.
+/// Mean step time over whole windows (time_decode_steps).
 template <class Policy>
 void bm_step(benchmark::State& state, mamba2_layer_shape shape) {
-  bench_layer<Policy> layer(shape, int(state.range(0)), false);
-  const int steps = Policy::is_writeback ? 16 : Policy::window;
-  cudaStream_t stream;
-  cuda_check(cudaStreamCreate(&stream), "stream");
-  cudaGraphExec_t graph = capture(steps, stream, [&](int, cudaStream_t s) { layer.step(s); });
-  const double median = time_graph(state, graph, stream, steps);
-  state.counters["median_us"] = median * 1e6;
-  set_bandwidth_counters(state, layer.bytes_per_step(), median);
-  require_no_step_errors(layer.p.error_flags, stream);
-  cudaGraphExecDestroy(graph);
-  cudaStreamDestroy(stream);
+  mamba2_bench_layer<Policy> layer(shape, int(state.range(0)), false);
+  time_decode_steps(state, layer);
 }
 
 /// Replay's flush step and read step, each timed alone (all requests in the same phase).
 template <class Policy>
 void bm_flush_and_read(benchmark::State& state, mamba2_layer_shape shape) {
-  bench_layer<Policy> layer(shape, int(state.range(0)), false);
+  mamba2_bench_layer<Policy> layer(shape, int(state.range(0)), false);
   std::vector<double> flush, read;
   for (auto _ : state) {
     layer.set_cursors(Policy::window - 1);
@@ -54,7 +44,7 @@ void bm_flush_and_read(benchmark::State& state, mamba2_layer_shape shape) {
 /// consecutive steps, timed one by one: mean and 99th percentile.
 template <class Policy>
 void bm_staggered(benchmark::State& state, mamba2_layer_shape shape) {
-  bench_layer<Policy> layer(shape, int(state.range(0)), true);
+  mamba2_bench_layer<Policy> layer(shape, int(state.range(0)), true);
   cudaEvent_t marks[2];
   cudaEventCreate(&marks[0]);
   cudaEventCreate(&marks[1]);
@@ -83,13 +73,9 @@ void bm_staggered(benchmark::State& state, mamba2_layer_shape shape) {
 const std::vector<int64_t> batches{1, 8, 32, 64, 128, 256, 512};
 
 template <class Format>
-void register_format(const model_shape& m) {
+void register_format(const named_shape<mamba2_layer_shape>& m) {
   const std::string tail = std::string("/") + m.name + "/" + Format::name;
-  auto reg = [&](const std::string& name, auto fn) {
-    auto* b = benchmark::RegisterBenchmark(name.c_str(), fn, m.shape);
-    for (int64_t batch : batches) b->Arg(batch);
-    b->ArgName("batch")->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.05);
-  };
+  auto reg = [&](const std::string& name, auto fn) { register_batches(name, fn, m.shape, batches)->MinTime(0.05); };
   reg("naive" + tail, bm_step<writeback_policy<Format>>);
   reg("replay" + tail + "/W8", bm_step<replay_policy<8, Format>>);
   reg("replay" + tail + "/W16", bm_step<replay_policy<16, Format>>);
@@ -97,50 +83,28 @@ void register_format(const model_shape& m) {
 }
 
 /// Separate read copies, compared against the FP32 write-back step.
-void register_split(const model_shape& m) {
-  auto reg = [&](const std::string& name, auto fn) {
-    auto* b = benchmark::RegisterBenchmark(name.c_str(), fn, m.shape);
-    for (int64_t batch : batches) b->Arg(batch);
-    b->ArgName("batch")->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.05);
-  };
+void register_split(const named_shape<mamba2_layer_shape>& m) {
+  auto reg = [&](const std::string& name, auto fn) { register_batches(name, fn, m.shape, batches)->MinTime(0.05); };
   const std::string tail = std::string("/") + m.name;
   reg("replay" + tail + "/read_nvfp4_ckpt_fp16_sr/W16", bm_step<replay_policy<16, nvfp4_format, fp16_format, round_stochastic>>);
   reg("replay" + tail + "/read_fp16_ckpt_fp32_sr/W16", bm_step<replay_policy<16, fp16_format, fp32_format, round_stochastic>>);
   reg("replay" + tail + "/read_fp8_ckpt_fp16_sr/W16", bm_step<replay_policy<16, fp8_e4m3_format, fp16_format, round_stochastic>>);
 }
 
-void register_all() {
-  register_spec();
+}  // namespace
+
+void register_mamba2() {
+  register_mamba2_spec();
   register_split(nano);
-  for (const model_shape& m : {nano, super}) {
+  for (const auto& m : {nano, super}) {
     register_format<fp32_format>(m);
     register_format<fp16_format>(m);
     register_format<bf16_format>(m);
     const std::string tail = std::string("/") + m.name + "/fp32/W16";
     for (auto [name, fn] : {std::pair{"flush_and_read", bm_flush_and_read<replay_policy<16, fp32_format>>},
-                            std::pair{"staggered", bm_staggered<replay_policy<16, fp32_format>>}}) {
-      auto* b = benchmark::RegisterBenchmark((std::string(name) + tail).c_str(), fn, m.shape);
-      for (int64_t batch : batches) b->Arg(batch);
-      b->ArgName("batch")->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(200);
-    }
+                            std::pair{"staggered", bm_staggered<replay_policy<16, fp32_format>>}})
+      register_batches(std::string(name) + tail, fn, m.shape, batches)->Iterations(200);
   }
 }
 
-}  // namespace
 }  // namespace replayssm_bench
-
-int main(int argc, char** argv) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("REPLAYSSM_SKIP_NO_GPU: no CUDA device, nothing to measure\n");
-    return 0;
-  }
-  benchmark::Initialize(&argc, argv);
-  replayssm_bench::register_all();
-  const auto& bw = replayssm_bench::measured_bandwidth();
-  benchmark::AddCustomContext("copy_bandwidth_GBps", std::to_string(bw.copy_gbs));
-  benchmark::AddCustomContext("read_bandwidth_GBps", std::to_string(bw.read_gbs));
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

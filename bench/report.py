@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Tables and the speedup plot of docs/benchmarks.md, from mamba2_decode_bench's JSON
-(decode steps, split precision, speculative decoding).
+(decode steps, split precision, speculative decoding; Mamba-2, then Gated DeltaNet when the
+run has BM_gdn_* results).
 
 usage: python3 bench/report.py RESULTS.json [--plot docs/speedup.png]
 Prints Markdown tables to stdout; with --plot writes a PNG of speedup against batch size.
@@ -13,12 +14,19 @@ from collections import defaultdict
 
 NAME = re.compile(r"^(?P<kind>[a-z_]+)/(?P<shape>nano|super)/(?P<mode>[a-z0-9_]+)(?:/(?P<window>W\d+))?/batch:(?P<batch>\d+)")
 SPEC = re.compile(r"^spec_(?P<kind>replay|snapshot)/(?P<shape>nano|super)/fp32/W16/T(?P<drafts>\d+)/batch:(?P<batch>\d+)/")
+GDN_NAME = re.compile(r"^BM_gdn_(?P<kind>naive|replay)/(?P<shape>[^/]+)/(?P<state>[a-z0-9_]+)"
+                      r"(?:/(?P<mode>corrected_values|raw_inputs))?(?:/(?P<window>W\d+))?/batch:(?P<batch>\d+)(?:/|$)")
+GDN_SPEC = re.compile(r"^BM_gdn_spec_(?P<kind>replay|snapshot)/(?P<shape>[^/]+)/fp32/W16/T(?P<drafts>\d+)/batch:(?P<batch>\d+)(?:/|$)")
+# Gated DeltaNet shapes of the benchmark: value heads, key heads, key and value head dims.
+GDN_SHAPES = {"qwen3.5-4b": "Qwen3.5-4B, 32 value heads, 16 key heads, K = V = 128",
+              "qwen3.5-122b": "Qwen3.5-122B, 64 value heads, 16 key heads, K = V = 128"}
 
 
 def load(path):
+    """Context, Mamba-2 decode rows and spec rows, Gated DeltaNet decode rows and spec rows."""
     with open(path) as f:
         data = json.load(f)
-    rows, spec = {}, {}
+    rows, spec, gdn, gdn_spec = {}, {}, {}, {}
     for b in data["benchmarks"]:
         m = NAME.match(b["name"])
         if m:
@@ -27,7 +35,13 @@ def load(path):
         m = SPEC.match(b["name"])
         if m:
             spec[(m["kind"], m["shape"], int(m["drafts"]), int(m["batch"]))] = b
-    return data["context"], rows, spec
+        m = GDN_NAME.match(b["name"])
+        if m:
+            gdn[(m["kind"], m["shape"], m["state"], m["mode"] or "", int(m["batch"]))] = b
+        m = GDN_SPEC.match(b["name"])
+        if m:
+            gdn_spec[(m["kind"], m["shape"], int(m["drafts"]), int(m["batch"]))] = b
+    return data["context"], rows, spec, gdn, gdn_spec
 
 
 def us(b):
@@ -75,8 +89,8 @@ def split_table(rows, shape):
     return "\n".join(out)
 
 
-def spec_table(spec, shape):
-    out = [f"\n**{shape}, speculative decoding, FP32 state, W=16, T=4 drafts, mean 2.5 accepted** "
+def spec_table(spec, shape, title=None):
+    out = [f"\n**{title or shape}, speculative decoding, FP32 state, W=16, T=4 drafts, mean 2.5 accepted** "
            "(median us per verify + commit round)\n",
            "| batch | replay us | snapshot us | replay accepted tok/s | snapshot accepted tok/s | speedup | "
            "snapshot memory (GB per layer) | replay window ring extra (MB per layer) |",
@@ -87,6 +101,61 @@ def spec_table(spec, shape):
                    f"{b['accepted_tokens_per_s'] / 1e3:.0f}k | {b['round_us'] / r['round_us']:.2f} | "
                    f"{r['snapshot_bytes'] / 1e9:.2f} | {r['window_extra_bytes'] / 1e6:.2f} |")
     return "\n".join(out)
+
+
+def fmt(value, spec):
+    """`value` formatted, or "-" where the run has no such result."""
+    return "-" if value is None else format(value, spec)
+
+
+def gdn_step_table(gdn, shape):
+    """Gated DeltaNet, FP32 state: naive against replay in both window modes."""
+    batches = sorted({k[4] for k in gdn if k[0] == "naive" and k[1] == shape and k[2] == "fp32"})
+    out = [f"\n**Gated DeltaNet {GDN_SHAPES.get(shape, shape)}: state fp32, W=16, BF16 inputs** "
+           "(median us per step; replay = mean over whole windows)\n",
+           "| batch | naive us | naive GB/s | naive % copy | replay us | replay GB/s | replay % copy | speedup | "
+           "raw-inputs us | raw-inputs % copy | raw-inputs speedup |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in batches:
+        naive = gdn[("naive", shape, "fp32", "", n)]
+        cells = [f"{n}", fmt(us(naive), ".1f"), fmt(naive["GBps"], ".0f"), fmt(naive["pct_copy_bw"], ".1f")]
+        for mode, full in (("corrected_values", True), ("raw_inputs", False)):
+            r = gdn.get(("replay", shape, "fp32", mode, n))
+            cells.append(fmt(r and us(r), ".1f"))
+            if full:
+                cells.append(fmt(r and r["GBps"], ".0f"))
+            cells += [fmt(r and r["pct_copy_bw"], ".1f"), fmt(r and us(naive) / us(r), ".2f")]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def gdn_split_table(gdn, shape):
+    """Gated DeltaNet, separate read copy and checkpoint, against naive FP32 and FP32 replay."""
+    states = sorted({k[2] for k in gdn if k[1] == shape and k[2].startswith("read_")})
+    out = [f"\n**Gated DeltaNet {GDN_SHAPES.get(shape, shape)}: separate read copy and checkpoint, W=16**\n",
+           "| state | window mode | batch | us per step | GB/s (own byte model) | % copy | speedup vs naive FP32 | "
+           "speedup vs replay FP32 (same mode) |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for state in states:
+        for mode in ("corrected_values", "raw_inputs"):
+            for n in sorted({k[4] for k in gdn if k[1] == shape and k[2] == state and k[3] == mode}):
+                r = gdn[("replay", shape, state, mode, n)]
+                naive = gdn.get(("naive", shape, "fp32", "", n))
+                fp32 = gdn.get(("replay", shape, "fp32", mode, n))
+                out.append(f"| {state} | {mode} | {n} | {us(r):.1f} | {r['GBps']:.0f} | {r['pct_copy_bw']:.1f} | "
+                           f"{fmt(naive and us(naive) / us(r), '.2f')} | {fmt(fp32 and us(fp32) / us(r), '.2f')} |")
+    return "\n".join(out)
+
+
+def print_gdn(gdn, gdn_spec):
+    """The Gated DeltaNet tables, for the shapes the run has."""
+    shapes = sorted({k[1] for k in gdn}, key=lambda s: list(GDN_SHAPES).index(s) if s in GDN_SHAPES else len(GDN_SHAPES))
+    for shape in shapes:
+        print(gdn_step_table(gdn, shape))
+        if any(k[1] == shape and k[2].startswith("read_") for k in gdn):
+            print(gdn_split_table(gdn, shape))
+    for shape in sorted({k[1] for k in gdn_spec if k[0] == "replay"}):
+        print(spec_table(gdn_spec, shape, f"Gated DeltaNet {GDN_SHAPES.get(shape, shape)}"))
 
 
 def plot(rows, path):
@@ -115,7 +184,7 @@ def main():
     parser.add_argument("results")
     parser.add_argument("--plot")
     args = parser.parse_args()
-    context, rows, spec = load(args.results)
+    context, rows, spec, gdn, gdn_spec = load(args.results)
     print(f"Device copy bandwidth {float(context['copy_bandwidth_GBps']):.0f} GB/s, "
           f"read bandwidth {float(context['read_bandwidth_GBps']):.0f} GB/s (measured by the benchmark); "
           f"run {context['date']}.")
@@ -126,6 +195,8 @@ def main():
     print(split_table(rows, "nano"))
     for shape in ("nano", "super"):
         print(spec_table(spec, shape))
+    if gdn or gdn_spec:
+        print_gdn(gdn, gdn_spec)
     if args.plot:
         plot(rows, args.plot)
 

@@ -8,6 +8,10 @@ One panel per read format (a write-back mode counts its state format as its read
 then two comparisons: shared NVFP4 against an NVFP4 read copy over an FP16 checkpoint, and
 nearest-even against stochastic rounding for FP16 / BF16 checkpoints; the last panel shows
 the worst head of the NVFP4 comparison. Needs matplotlib.
+
+The CSV of `precision_study --model gdn` (it has a window_mode column) gives two panels
+instead: the output and the checkpoint error of the separate read copies (nearest-even), in
+both window modes.
 """
 import argparse
 import csv
@@ -67,11 +71,44 @@ def style(ax, title, ylabel="mean over heads of rel. error"):
     ax.legend(fontsize=6.5, loc="best")
 
 
+WINDOW_STYLES = {"corrected_values": "--", "raw_inputs": "-"}
+CHECKPOINT_MARKERS = {"fp32": "o", "fp16": "^", "bf16": "s"}
+
+
+def plot_gdn(path, out):
+    """Gated DeltaNet: output and checkpoint error of the separate modes, per window mode."""
+    series = defaultdict(list)
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            if row["mode"] != "separate" or row["rounding"] != "rne":
+                continue
+            key = (row["read"], row["checkpoint"], row["window_mode"])
+            series[key].append((int(row["step"]), float(row["mean_rel_err"]), float(row["mean_ckpt_rel_err"])))
+    fig, axes = plt.subplots(1, 2, figsize=(16, 6))
+    for ax, column, what in zip(axes, (1, 2), ("output", "checkpoint")):
+        for key in sorted(series):
+            read, checkpoint, window = key
+            points = sorted(series[key])
+            ax.plot([p[0] for p in points], [p[column] for p in points], label=f"{read}/{checkpoint} {window}",
+                    color=CHECKPOINT_COLORS[read], linestyle=WINDOW_STYLES[window],
+                    marker=CHECKPOINT_MARKERS[checkpoint], markersize=4, linewidth=1.2)
+        style(ax, f"{what} error", ylabel=f"mean over heads of {what} rel. error")
+    fig.suptitle("Gated DeltaNet replay decode (W = 16), separate read copy, nearest-even: error against a float64 "
+                 "reference (solid: raw_inputs, dashed: corrected_values; color: read format; marker: checkpoint)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("csv", help="CSV written by precision_study")
     parser.add_argument("--out", default="precision.png", help="PNG to write")
     args = parser.parse_args()
+    with open(args.csv, newline="") as f:
+        if "window_mode" in next(csv.reader(f)):
+            plot_gdn(args.csv, args.out)
+            return
     series = load(args.csv)
 
     fig, axes = plt.subplots(2, 4, figsize=(22, 10))

@@ -36,17 +36,18 @@ REPLAYSSM_HOST_DEVICE uint32_t gdn_snapshot_head_step(const Exec& ex, const gdn_
   stage_gdn_entries<gdn_window::corrected_values>(ex, v.in, v.state, shape, plan, l, scratch);
   const int32_t V = shape.value_dim, K = shape.key_dim;
   const int64_t elements = int64_t(V) * K;
-  ex.for_each(V, [&](int row) {
-    float s[gdn_max_key_dim];
-    detail::gdn_load_row(v.state.checkpoint, row, V, K, s);
+  ex.for_each_row(V, [&](int row, int lane) {
+    detail::gdn_row_part<Exec::row_lanes> s;
+    s.load(v.state.checkpoint, row, V, K, lane);
     for (int32_t t = 0; t < T; ++t) {
-      detail::gdn_fold_row(s, scratch + l.keys + t * K, K, scratch[l.log_decay + t], true, 0.0f,
-                           scratch[l.beta + t], to_float(v.in.v.at(t)[row]));
-      v.in.o.at(t)[row] = from_float<Act>(detail::gdn_row_dot(s, scratch + l.queries + t * K, K));
+      detail::fold_row(ex, s, scratch + l.keys + t * K, K, lane, scratch[l.log_decay + t], true, 0.0f,
+                       scratch[l.beta + t], to_float(v.in.v.at(t)[row]));
+      const float o = detail::row_dot(ex, s, scratch + l.queries + t * K, K, lane);
+      if (lane == 0) v.in.o.at(t)[row] = from_float<Act>(o);
       const int32_t snapshot = p.snapshot_slots[int64_t(b) * p.tokens + t];
       const auto target = state_head_view<StateFormat>::in_pool(p.checkpoint, p.checkpoint_scales,
                                                                 int64_t(snapshot) * p.heads + h, elements);
-      detail::gdn_store_row<round_nearest_even>(target, row, V, K, s, v.state.key);
+      s.template store<round_nearest_even>(target, row, V, K, lane, v.state.key);
     }
   });
   return step_ok;

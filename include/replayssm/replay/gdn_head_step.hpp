@@ -6,9 +6,9 @@
 /// those of Mamba-2 (replay/step_plan.hpp); what differs is the delta rule's correction u,
 /// which needs the state applied to the step's own key.
 ///
-/// A step works one state row (one value channel p) per work item, the row's K values in
+/// A step works one state row (one value channel p) at a time, the row's K values in
 /// registers, so that everything a row needs from the state (S k for u, S q for the output)
-/// is a dot product within the item:
+/// is a dot product over the row:
 ///  - fold: a flush replays the folded entries on the row in order, S = exp(g) S + u k^T,
 ///    and writes the checkpoint (and read copy). A decode step whose token fills the window
 ///    folds the token too, with u from the row itself, as conventional decoding does; the
@@ -21,9 +21,9 @@
 ///    are staged once per head. Open tokens enter the window as (u, k, g), and in the
 ///    `raw_inputs` mode also (v, beta).
 ///
-/// State layout: chunk `unit` of row p (key columns [unit K_c, unit K_c + K_c) for a format of
-/// K_c-element chunks) is chunk `unit * V + p` of the head's view (`gdn_state_chunk`), so
-/// that consecutive rows, the consecutive work items of a block, read consecutive memory.
+/// A row is held by `Exec::row_lanes` work items (four threads on a CUDA block, one on the
+/// CPU), each with a quarter of its columns; their dot products meet in `row_sum`, in an
+/// order that gives the same bits either way. State layout: `gdn_state_offset`.
 #pragma once
 
 #include <cstddef>
@@ -52,9 +52,23 @@ struct gdn_shape {
 /// Largest key dimension: a work item holds a whole state row in registers.
 inline constexpr int32_t gdn_max_key_dim = 128;
 
-/// Chunk index, in a head's view, of chunk `unit` of row `row` of a state with `rows` rows.
-REPLAYSSM_HOST_DEVICE constexpr int32_t gdn_state_chunk(int32_t row, int32_t unit, int32_t rows) {
-  return unit * rows + row;
+/// Columns of a row block, the unit in which a state row is laid out and split between the
+/// lanes that share it (a multiple of every built-in format's chunk).
+inline constexpr int32_t gdn_column_block = 16;
+
+/// Element offset, in a value head's state of `rows` rows and K columns, of column `c` of row
+/// `row`. Row blocks (16 columns) are grouped by four, one per lane of a row; a group holds
+/// every row's blocks of that group, row after row:
+///
+///     offset = (b / 4) * rows * 64 + row * n * 16 + (b % 4) * 16 + c % 16,   b = c / 16,
+///
+/// with n the blocks of the group (4, fewer in a last group when K is not a multiple of 64).
+/// The four lanes of a row, and consecutive rows, read consecutive memory.
+REPLAYSSM_HOST_DEVICE constexpr int64_t gdn_state_offset(int32_t row, int32_t c, int32_t rows, int32_t K) {
+  const int32_t b = c / gdn_column_block, group = b / 4, blocks = K / gdn_column_block;
+  const int32_t n = blocks - group * 4 < 4 ? blocks - group * 4 : 4;
+  return int64_t(group) * rows * 4 * gdn_column_block + int64_t(row) * n * gdn_column_block +
+         (b % 4) * gdn_column_block + c % gdn_column_block;
 }
 
 /// What the window keeps of each entry, which decides what a flush folds in.
@@ -141,49 +155,105 @@ struct gdn_scratch_layout {
 
 namespace detail {
 
-/// Dot product of a state row with a row vector, in index order.
-REPLAYSSM_HOST_DEVICE float gdn_row_dot(const float (&s)[gdn_max_key_dim], const float* w, int32_t K) {
-  float acc = 0.0f;
-  for (int c = 0; c < gdn_max_key_dim; ++c)
-    if (c < K) acc = math::fma(s[c], w[c], acc);
-  return acc;
+/// A key-length dot product is four chains of fused multiply-adds, chain j over the row
+/// blocks b with b % 4 == j in column order, summed as (0 + 1) + (2 + 3): on one thread or
+/// split over a row's four lanes (a chain each), the same bits.
+inline constexpr int gdn_dot_chains = 4;
+
+/// Dot product of two K-vectors (one thread), in the chain order above.
+REPLAYSSM_HOST_DEVICE float gdn_dot(const float* a, const float* w, int32_t K) {
+  float acc[gdn_dot_chains] = {};
+  for (int32_t c = 0; c < K; ++c) {
+    const int j = (c / gdn_column_block) % gdn_dot_chains;
+    acc[j] = math::fma(a[c], w[c], acc[j]);
+  }
+  return math::add(math::add(acc[0], acc[1]), math::add(acc[2], acc[3]));
 }
 
-/// Loads row `row` of a head's state (of `rows` rows and K columns) into `s`.
-template <class Format>
-REPLAYSSM_HOST_DEVICE void gdn_load_row(const state_head_view<Format>& view, int32_t row, int32_t rows, int32_t K,
-                                        float (&s)[gdn_max_key_dim]) {
-  constexpr int Kc = Format::chunk_elems;
-  for (int u = 0; u < gdn_max_key_dim / Kc; ++u) {
-    float chunk[Kc] = {};
-    if (u * Kc < K) view.load(gdn_state_chunk(row, u, rows), chunk);
-    for (int e = 0; e < Kc; ++e) s[u * Kc + e] = chunk[e];
-  }
-}
+/// The part of a state row one of its `Lanes` lanes holds: row blocks lane, lane + Lanes, ...
+/// (value i is column (lane + Lanes * (i / 16)) * 16 + i % 16).
+template <int Lanes>
+struct gdn_row_part {
+  static_assert(Lanes == 1 || Lanes == gdn_dot_chains, "gdn_row_part: a row is split over 1 or 4 lanes");
+  static constexpr int blocks = gdn_max_key_dim / gdn_column_block / Lanes;
+  float v[blocks * gdn_column_block];
 
-/// Stores `s` as row `row` of a head's state with rounding `Round`.
-template <class Round, class Format>
-REPLAYSSM_HOST_DEVICE void gdn_store_row(const state_head_view<Format>& view, int32_t row, int32_t rows, int32_t K,
-                                         const float (&s)[gdn_max_key_dim], const random_stream_key& key) {
-  constexpr int Kc = Format::chunk_elems;
-  for (int u = 0; u < gdn_max_key_dim / Kc; ++u) {
-    if (u * Kc >= K) continue;
-    float chunk[Kc];
-    for (int e = 0; e < Kc; ++e) chunk[e] = s[u * Kc + e];
-    view.template store<Round>(gdn_state_chunk(row, u, rows), chunk, key);
+  /// The first column of the lane's i-th block.
+  REPLAYSSM_HOST_DEVICE static int32_t column(int i, int lane) { return (lane + Lanes * i) * gdn_column_block; }
+
+  /// Loads the lane's blocks of row `row` of a head's state view (zeros past K).
+  template <class Format>
+  REPLAYSSM_HOST_DEVICE void load(const state_head_view<Format>& view, int32_t row, int32_t rows, int32_t K,
+                                  int lane) {
+    constexpr int Kc = Format::chunk_elems;
+    for (int i = 0; i < blocks; ++i) {
+      for (int q = 0; q < gdn_column_block / Kc; ++q) {
+        float chunk[Kc] = {};
+        const int32_t c = column(i, lane) + q * Kc;
+        if (c < K) view.load(int32_t(gdn_state_offset(row, c, rows, K) / Kc), chunk);
+        for (int e = 0; e < Kc; ++e) v[i * gdn_column_block + q * Kc + e] = chunk[e];
+      }
+    }
   }
+
+  /// Stores the lane's blocks as row `row`, rounding with `Round`.
+  template <class Round, class Format>
+  REPLAYSSM_HOST_DEVICE void store(const state_head_view<Format>& view, int32_t row, int32_t rows, int32_t K, int lane,
+                                   const random_stream_key& key) const {
+    constexpr int Kc = Format::chunk_elems;
+    for (int i = 0; i < blocks; ++i) {
+      for (int q = 0; q < gdn_column_block / Kc; ++q) {
+        const int32_t c = column(i, lane) + q * Kc;
+        if (c >= K) continue;
+        float chunk[Kc];
+        for (int e = 0; e < Kc; ++e) chunk[e] = v[i * gdn_column_block + q * Kc + e];
+        view.template store<Round>(int32_t(gdn_state_offset(row, c, rows, K) / Kc), chunk, key);
+      }
+    }
+  }
+
+  /// The lane's share of the dot product with a K-vector `w`: its chains, summed as in gdn_dot
+  /// (with four lanes, its one chain). `row_sum` of the executor completes it.
+  REPLAYSSM_HOST_DEVICE float partial_dot(const float* w, int32_t K, int lane) const {
+    constexpr int chains = gdn_dot_chains / Lanes;
+    float acc[chains] = {};
+    for (int i = 0; i < blocks; ++i) {
+      const int32_t c0 = column(i, lane);
+      for (int e = 0; e < gdn_column_block; ++e)
+        if (c0 + e < K) acc[i % chains] = math::fma(v[i * gdn_column_block + e], w[c0 + e], acc[i % chains]);
+    }
+    if constexpr (chains == 1) return acc[0];
+    else return math::add(math::add(acc[0], acc[1]), math::add(acc[2], acc[3]));
+  }
+
+  /// Multiplies every value by `a`.
+  REPLAYSSM_HOST_DEVICE void scale(float a) {
+    for (float& x : v) x = math::mul(a, x);
+  }
+  /// Adds u k^T: value i += u * k[its column].
+  REPLAYSSM_HOST_DEVICE void add_outer(float u, const float* k, int32_t K, int lane) {
+    for (int i = 0; i < blocks; ++i) {
+      const int32_t c0 = column(i, lane);
+      for (int e = 0; e < gdn_column_block; ++e)
+        if (c0 + e < K) v[i * gdn_column_block + e] = math::fma(u, k[c0 + e], v[i * gdn_column_block + e]);
+    }
+  }
+};
+
+/// The dot product of a row with a K-vector, completed over the row's lanes.
+template <class Exec, int Lanes>
+REPLAYSSM_HOST_DEVICE float row_dot(const Exec& ex, const gdn_row_part<Lanes>& s, const float* w, int32_t K, int lane) {
+  return ex.row_sum(s.partial_dot(w, K, lane));
 }
 
 /// One conventional step on a state row: S = exp(g) S, then S += u k^T with the given u, or
 /// (`recompute`) with u = beta (v - S k). Returns u.
-REPLAYSSM_HOST_DEVICE float gdn_fold_row(float (&s)[gdn_max_key_dim], const float* k, int32_t K, float log_decay,
-                                         bool recompute, float u, float beta, float v) {
-  const float decay = math::exp(log_decay);
-  for (int c = 0; c < gdn_max_key_dim; ++c)
-    if (c < K) s[c] = math::mul(decay, s[c]);
-  if (recompute) u = math::mul(beta, math::add(v, -gdn_row_dot(s, k, K)));
-  for (int c = 0; c < gdn_max_key_dim; ++c)
-    if (c < K) s[c] = math::fma(u, k[c], s[c]);
+template <class Exec, int Lanes>
+REPLAYSSM_HOST_DEVICE float fold_row(const Exec& ex, gdn_row_part<Lanes>& s, const float* k, int32_t K, int lane,
+                                     float log_decay, bool recompute, float u, float beta, float v) {
+  s.scale(math::exp(log_decay));
+  if (recompute) u = math::mul(beta, math::add(v, -row_dot(ex, s, k, K, lane)));
+  s.add_outer(u, k, K, lane);
   return u;
 }
 
@@ -234,8 +304,7 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_coefficients(const Exec& ex, gdn_shape shap
       if (!query && e == last) return;  // u_t does not see itself
       const float* key = scratch + l.keys + e * K;
       const float* w = query ? scratch + l.queries + t * K : scratch + l.keys + last * K;
-      float dot = 0.0f;
-      for (int32_t c = 0; c < K; ++c) dot = math::fma(key[c], w[c], dot);
+      const float dot = detail::gdn_dot(key, w, K);
       scratch[(query ? l.query_coef : l.key_coef) + t * E + e] =
           math::mul(math::exp(suffix_log_decay(log_decay, e, last + 1)), dot);
     });
@@ -260,39 +329,43 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
   const float* queries = scratch + l.queries;
   random_stream_key key = st.key;
   key.flush_index = plan.flushes;
-  ex.for_each(V, [&](int p) {
-    float s[gdn_max_key_dim];
+  ex.for_each_row(V, [&](int p, int lane) {
+    detail::gdn_row_part<Exec::row_lanes> s;
+    const bool writer = lane == 0;  // every lane holds the row's sums; one writes them
     if (plan.flush) {
-      detail::gdn_load_row(st.checkpoint_source.data != nullptr ? st.checkpoint_source : st.checkpoint, p, V, K, s);
+      s.load(st.checkpoint_source.data != nullptr ? st.checkpoint_source : st.checkpoint, p, V, K, lane);
       for (int32_t j = 0; j < F; ++j) {
         const bool token = j >= L;
         const bool recompute = token || Mode == gdn_window::raw_inputs;
         const int32_t slot = plan.ring_slot(j);
-        const float u = token || recompute ? 0.0f : st.window_u[slot * st.window_u_stride + p];
+        const float u = recompute ? 0.0f : st.window_u[slot * st.window_u_stride + p];
         float v = 0.0f;
         if (token)
           v = to_float(in.v.at(j - L)[p]);
         else if constexpr (Mode == gdn_window::raw_inputs)
           v = to_float(st.window_v[slot * st.window_v_stride + p]);
-        detail::gdn_fold_row(s, keys + j * K, K, scratch[l.log_decay + j], recompute, u, scratch[l.beta + j], v);
-        if (token) in.o.at(j - L)[p] = from_float<Act>(detail::gdn_row_dot(s, queries + (j - L) * K, K));
+        detail::fold_row(ex, s, keys + j * K, K, lane, scratch[l.log_decay + j], recompute, u, scratch[l.beta + j], v);
+        if (token) {
+          const float o = detail::row_dot(ex, s, queries + (j - L) * K, K, lane);
+          if (writer) in.o.at(j - L)[p] = from_float<Act>(o);
+        }
       }
-      detail::gdn_store_row<typename Policy::rounding>(st.checkpoint, p, V, K, s, key);
+      s.template store<typename Policy::rounding>(st.checkpoint, p, V, K, lane, key);
       // A separate read copy rounds to nearest: its error is never fed back (see mamba2).
-      if constexpr (!Policy::shared_state) detail::gdn_store_row<round_nearest_even>(st.read_copy, p, V, K, s, key);
+      if constexpr (!Policy::shared_state) s.template store<round_nearest_even>(st.read_copy, p, V, K, lane, key);
     } else {
       if constexpr (Policy::shared_state)
-        detail::gdn_load_row(st.checkpoint, p, V, K, s);
+        s.load(st.checkpoint, p, V, K, lane);
       else
-        detail::gdn_load_row(st.read_copy, p, V, K, s);
+        s.load(st.read_copy, p, V, K, lane);
     }
     const int32_t first = F > L ? F - L : 0;  // the first open token
     if (first >= plan.tokens) return;
-    float key_term[MaxTokens], query_term[MaxTokens], u[MaxTokens];
+    float key_term[MaxTokens] = {}, query_term[MaxTokens] = {}, u[MaxTokens] = {};
     for (int t = 0; t < MaxTokens; ++t) {
       if (t < first || t >= plan.tokens) continue;
-      key_term[t] = math::mul(scratch[l.state_decay + t], detail::gdn_row_dot(s, keys + (L + t) * K, K));
-      query_term[t] = math::mul(scratch[l.state_decay + t], detail::gdn_row_dot(s, queries + t * K, K));
+      key_term[t] = math::mul(scratch[l.state_decay + t], detail::row_dot(ex, s, keys + (L + t) * K, K, lane));
+      query_term[t] = math::mul(scratch[l.state_decay + t], detail::row_dot(ex, s, queries + t * K, K, lane));
     }
     for (int32_t e = F; e < L; ++e) {
       const float ue = st.window_u[plan.ring_slot(e) * st.window_u_stride + p];
@@ -309,8 +382,10 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
       u[t] = math::mul(scratch[l.beta + L + t], math::add(to_float(in.v.at(t)[p]), -key_term[t]));
       for (int i = 0; i <= t; ++i)
         query_term[t] = math::fma(scratch[l.query_coef + t * E + L + i], u[i], query_term[t]);
-      in.o.at(t)[p] = from_float<Act>(query_term[t]);
-      st.window_u[plan.ring_slot(L + t) * st.window_u_stride + p] = u[t];
+      if (writer) {
+        in.o.at(t)[p] = from_float<Act>(query_term[t]);
+        st.window_u[plan.ring_slot(L + t) * st.window_u_stride + p] = u[t];
+      }
     }
   });
 }
@@ -378,11 +453,15 @@ REPLAYSSM_HOST_DEVICE void write_gdn_head_state(const Exec& ex, const float* val
                                                 const state_head_view<typename Policy::checkpoint_format>& checkpoint,
                                                 const state_head_view<typename Policy::read_format>& read_copy) {
   const int32_t V = shape.value_dim, K = shape.key_dim;
-  ex.for_each(V, [&](int p) {
-    float s[gdn_max_key_dim] = {};
-    for (int32_t c = 0; c < K; ++c) s[c] = values[p * K + c];
-    detail::gdn_store_row<round_nearest_even>(checkpoint, p, V, K, s, random_stream_key{});
-    if constexpr (!Policy::shared_state) detail::gdn_store_row<round_nearest_even>(read_copy, p, V, K, s, random_stream_key{});
+  ex.for_each_row(V, [&](int p, int lane) {
+    detail::gdn_row_part<Exec::row_lanes> s{};
+    for (int i = 0; i < s.blocks; ++i)
+      for (int e = 0; e < gdn_column_block; ++e) {
+        const int32_t c = s.column(i, lane) + e;
+        if (c < K) s.v[i * gdn_column_block + e] = values[p * K + c];
+      }
+    s.template store<round_nearest_even>(checkpoint, p, V, K, lane, random_stream_key{});
+    if constexpr (!Policy::shared_state) s.template store<round_nearest_even>(read_copy, p, V, K, lane, random_stream_key{});
   });
 }
 
@@ -391,10 +470,14 @@ template <class Format, class Exec>
 REPLAYSSM_HOST_DEVICE void read_gdn_head_state(const Exec& ex, const state_head_view<Format>& view, gdn_shape shape,
                                                float* values) {
   const int32_t V = shape.value_dim, K = shape.key_dim;
-  ex.for_each(V, [&](int p) {
-    float s[gdn_max_key_dim];
-    detail::gdn_load_row(view, p, V, K, s);
-    for (int32_t c = 0; c < K; ++c) values[p * K + c] = s[c];
+  ex.for_each_row(V, [&](int p, int lane) {
+    detail::gdn_row_part<Exec::row_lanes> s;
+    s.load(view, p, V, K, lane);
+    for (int i = 0; i < s.blocks; ++i)
+      for (int e = 0; e < gdn_column_block; ++e) {
+        const int32_t c = s.column(i, lane) + e;
+        if (c < K) values[p * K + c] = s.v[i * gdn_column_block + e];
+      }
   });
 }
 
