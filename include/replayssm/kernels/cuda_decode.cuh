@@ -32,15 +32,6 @@ namespace cuda {
 /// on it (the random bits and every reduction order are fixed by the data layout).
 inline constexpr int decode_block_threads = 128;
 
-#ifndef REPLAYSSM_GDN_MIN_BLOCKS
-#define REPLAYSSM_GDN_MIN_BLOCKS 6
-#endif
-#ifndef REPLAYSSM_GDN_THREADS
-#define REPLAYSSM_GDN_THREADS 128
-#endif
-/// Threads per block of the ready-made Gated DeltaNet kernels by default.
-inline constexpr int gdn_block_threads = REPLAYSSM_GDN_THREADS;
-
 /// Blocks per SM the ready-made kernels ask registers for, `Blocks` x 128 threads' worth.
 /// With no cap the register allocator's choice swung between 76 and 118 registers (6 and 4
 /// blocks) on small changes of the step's code. Replay decode steps run 8 blocks (64
@@ -87,9 +78,19 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, 6>) mamba2
   if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
 }
 
-/// Gated DeltaNet: one block runs one value head of one request, a state row per thread.
+/// How a Gated DeltaNet kernel spreads a state row: the write-back and snapshot steps stream
+/// the state and are best with a whole row per thread (168 registers, 3 blocks per SM: 585
+/// against 785 us per write-back step at batch 512 with four lanes); the replay steps, bound
+/// by the latency of their staging, are best with four lanes (80 registers, 6 blocks).
+template <bool Streaming>
+using gdn_executor = basic_block_executor<Streaming ? 1 : 4>;
+template <bool Streaming>
+inline constexpr int gdn_blocks_per_sm = Streaming ? 3 : 6;
+
+/// Gated DeltaNet: one block runs one value head of one request.
 template <class Policy, class Act, int Threads, token_commit Commit, gdn_window Mode>
-__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, REPLAYSSM_GDN_MIN_BLOCKS>) gdn_decode_kernel(const gdn_params p) {
+__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<Policy::is_writeback>>)
+    gdn_decode_kernel(const gdn_params p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "gdn_decode_kernel: Threads must be whole warps");
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
@@ -98,21 +99,22 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, REPLAYSSM_
   uint32_t errors = error_slot_out_of_range;
   if (slot >= 0 && slot < p.num_slots) {
     const gdn_head_views<Policy, Act> v(p, b, h, slot);
-    errors = gdn_head_tokens<Commit, Mode>(block_executor{}, v.in, v.state, gdn_shape{p.value_dim, p.key_dim},
-                                           reinterpret_cast<float*>(scratch_storage));
+    errors = gdn_head_tokens<Commit, Mode>(gdn_executor<Policy::is_writeback>{}, v.in, v.state,
+                                           gdn_shape{p.value_dim, p.key_dim}, reinterpret_cast<float*>(scratch_storage));
   }
   if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
 }
 
 /// Gated DeltaNet's snapshot baseline: one block per (request, value head), a row per thread.
 template <class StateFormat, class Act, int Threads>
-__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, REPLAYSSM_GDN_MIN_BLOCKS>) gdn_snapshot_kernel(const gdn_params p) {
+__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<true>>)
+    gdn_snapshot_kernel(const gdn_params p) {
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
   const int32_t slot = request_slot(p, b);
   if (slot == p.pad_slot_id) return;
   const uint32_t errors =
-      gdn_snapshot_head_step<StateFormat, Act>(block_executor{}, p, b, h, slot, reinterpret_cast<float*>(scratch_storage));
+      gdn_snapshot_head_step<StateFormat, Act>(gdn_executor<true>{}, p, b, h, slot, reinterpret_cast<float*>(scratch_storage));
   if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
 }
 
@@ -259,7 +261,7 @@ status gdn_tokens_step(const gdn_params& p, cudaStream_t stream) {
 
 /// Gated DeltaNet: one decode step for every request of `p` (device memory), under `Policy`
 /// with the window mode `Mode`, in blocks of `Threads` threads (a state row each).
-template <class Policy, gdn_window Mode = gdn_window::corrected_values, int Threads = gdn_block_threads>
+template <class Policy, gdn_window Mode = gdn_window::corrected_values, int Threads = decode_block_threads>
 [[nodiscard]] status gdn_decode_step(const gdn_params& p, cudaStream_t stream = nullptr) {
   return detail::gdn_tokens_step<Policy, Threads, token_commit::immediate, Mode>(p, stream);
 }
@@ -279,14 +281,14 @@ template <class Policy, gdn_window Mode = gdn_window::corrected_values>
 
 /// Gated DeltaNet: the speculative verify step; drafts wait in the window until
 /// `commit_drafts`.
-template <class Policy, gdn_window Mode = gdn_window::corrected_values, int Threads = gdn_block_threads>
+template <class Policy, gdn_window Mode = gdn_window::corrected_values, int Threads = decode_block_threads>
 [[nodiscard]] status replay_verify_step(const gdn_params& p, cudaStream_t stream = nullptr) {
   return detail::gdn_tokens_step<Policy, Threads, token_commit::pending, Mode>(p, stream);
 }
 
 /// Gated DeltaNet: the conventional verify step, each draft's state written to its
 /// snapshot slot in one pass over the state.
-template <class StateFormat, int Threads = gdn_block_threads>
+template <class StateFormat, int Threads = decode_block_threads>
 [[nodiscard]] status snapshot_verify_step(const gdn_params& p, cudaStream_t stream = nullptr) {
   if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/false); !s) return s;
   if (p.batch == 0) return {};

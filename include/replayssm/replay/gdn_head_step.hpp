@@ -124,7 +124,7 @@ struct gdn_head_state {
 /// Shared scratch of a Gated DeltaNet head step, in floats (ask `bytes()`).
 struct gdn_scratch_layout {
   int32_t tokens, entries;
-  int32_t keys, queries, log_decay, beta, state_decay, key_coef, query_coef, norm, total;
+  int32_t keys, queries, window_u, log_decay, beta, state_decay, key_coef, query_coef, norm, total;
 
   /// The layout of a step of up to `tokens` tokens under a policy of window `window`.
   REPLAYSSM_HOST_DEVICE static gdn_scratch_layout make(gdn_shape s, int32_t window, int32_t tokens = 1) {
@@ -140,6 +140,9 @@ struct gdn_scratch_layout {
     const int32_t E = l.entries, T = tokens, K = s.key_dim;
     l.keys = take(E * K);       // normalized key of every entry the step sees
     l.queries = take(T * K);    // normalized, scaled query of every token
+    // u of the window's entries, every row: staged with the keys, in one memory latency; read
+    // per row in the row pass, they added a latency per entry.
+    l.window_u = take(E * s.value_dim);
     l.log_decay = take(E);
     l.beta = take(E);
     l.state_decay = take(T);    // decay of the state from the folded entries to open token t
@@ -160,14 +163,19 @@ namespace detail {
 /// split over a row's four lanes (a chain each), the same bits.
 inline constexpr int gdn_dot_chains = 4;
 
-/// Dot product of two K-vectors (one thread), in the chain order above.
-REPLAYSSM_HOST_DEVICE float gdn_dot(const float* a, const float* w, int32_t K) {
-  float acc[gdn_dot_chains] = {};
-  for (int32_t c = 0; c < K; ++c) {
-    const int j = (c / gdn_column_block) % gdn_dot_chains;
-    acc[j] = math::fma(a[c], w[c], acc[j]);
-  }
-  return math::add(math::add(acc[0], acc[1]), math::add(acc[2], acc[3]));
+/// A lane's share of the dot product of two K-vectors, in the chain order above: with one
+/// lane the whole sum, with four the lane's chain (`row_sum` of the executor completes it).
+template <int Lanes>
+REPLAYSSM_HOST_DEVICE float partial_dot(const float* a, const float* w, int32_t K, int lane) {
+  constexpr int chains = gdn_dot_chains / Lanes;
+  float acc[chains] = {};
+  for (int32_t b = lane; b * gdn_column_block < K; b += Lanes)
+    for (int e = 0; e < gdn_column_block; ++e) {
+      const int32_t c = b * gdn_column_block + e;
+      acc[(b / Lanes) % chains] = math::fma(a[c], w[c], acc[(b / Lanes) % chains]);
+    }
+  if constexpr (chains == 1) return acc[0];
+  else return math::add(math::add(acc[0], acc[1]), math::add(acc[2], acc[3]));
 }
 
 /// The part of a state row one of its `Lanes` lanes holds: row blocks lane, lane + Lanes, ...
@@ -260,8 +268,8 @@ REPLAYSSM_HOST_DEVICE float fold_row(const Exec& ex, gdn_row_part<Lanes>& s, con
 }  // namespace detail
 
 /// Stages the normalized keys of every entry the step sees (the window's from the ring, the
-/// tokens' normalized here), every token's normalized, scaled query, and every entry's log
-/// decay and write strength. Ends with a barrier.
+/// tokens' normalized here), every token's normalized, scaled query, the window's u, and every
+/// entry's log decay and write strength. Ends with a barrier.
 template <gdn_window Mode, class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void stage_gdn_entries(const Exec& ex, const gdn_head_inputs<Act>& in,
                                              const gdn_head_state<Policy, Act>& st, gdn_shape shape,
@@ -273,6 +281,10 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_entries(const Exec& ex, const gdn_head_inpu
   }
   ex.for_each(L * K, [&](int i) {
     scratch[l.keys + i] = st.window_k[plan.ring_slot(i / K) * st.window_k_stride + i % K];
+  });
+  const int32_t V = shape.value_dim;
+  ex.for_each(L * V, [&](int i) {
+    scratch[l.window_u + i] = st.window_u[plan.ring_slot(i / V) * st.window_u_stride + i % V];
   });
   ex.for_each(plan.entries(), [&](int j) {
     const bool token = j >= L;
@@ -298,15 +310,16 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_coefficients(const Exec& ex, gdn_shape shap
   const float* log_decay = scratch + l.log_decay;
   for (int32_t t = 0; t < plan.tokens && L + t >= F; ++t) {
     const int32_t last = L + t;
-    ex.for_each(2 * (last + 1 - F), [&](int i) {
+    // Each dot product on a row's lanes (same bits as on one thread).
+    ex.for_each_row(2 * (last + 1 - F), [&](int i, int lane) {
       const int32_t e = F + i / 2;
       const bool query = i % 2 == 1;
       if (!query && e == last) return;  // u_t does not see itself
-      const float* key = scratch + l.keys + e * K;
       const float* w = query ? scratch + l.queries + t * K : scratch + l.keys + last * K;
-      const float dot = detail::gdn_dot(key, w, K);
-      scratch[(query ? l.query_coef : l.key_coef) + t * E + e] =
-          math::mul(math::exp(suffix_log_decay(log_decay, e, last + 1)), dot);
+      const float dot = ex.row_sum(detail::partial_dot<Exec::row_lanes>(scratch + l.keys + e * K, w, K, lane));
+      if (lane == 0)
+        scratch[(query ? l.query_coef : l.key_coef) + t * E + e] =
+            math::mul(math::exp(suffix_log_decay(log_decay, e, last + 1)), dot);
     });
   }
   ex.for_each(plan.tokens, [&](int t) {
@@ -338,7 +351,7 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
         const bool token = j >= L;
         const bool recompute = token || Mode == gdn_window::raw_inputs;
         const int32_t slot = plan.ring_slot(j);
-        const float u = recompute ? 0.0f : st.window_u[slot * st.window_u_stride + p];
+        const float u = recompute ? 0.0f : scratch[l.window_u + j * V + p];
         float v = 0.0f;
         if (token)
           v = to_float(in.v.at(j - L)[p]);
@@ -368,7 +381,7 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
       query_term[t] = math::mul(scratch[l.state_decay + t], detail::row_dot(ex, s, queries + t * K, K, lane));
     }
     for (int32_t e = F; e < L; ++e) {
-      const float ue = st.window_u[plan.ring_slot(e) * st.window_u_stride + p];
+      const float ue = scratch[l.window_u + e * V + p];
       for (int t = 0; t < MaxTokens; ++t) {
         if (t >= plan.tokens) continue;
         key_term[t] = math::fma(scratch[l.key_coef + t * E + e], ue, key_term[t]);
