@@ -159,7 +159,6 @@ T* buffer(backend& be, size_t bytes) {
 struct mamba2_layers {
   using params = mamba2_params;
   using weights = mamba2_weights;
-  static constexpr const char* traffic = "modelled bytes per step";
   mamba2_layer_shape shape;
   const float *embed = nullptr, *A = nullptr, *D = nullptr, *dt_bias = nullptr;
   const float *z_table = nullptr, *bc_table = nullptr, *dt_table = nullptr;
@@ -244,8 +243,6 @@ struct gdn_weights : model_weights {
 struct gdn_layers {
   using params = gdn_params;
   using weights = gdn_weights;
-  // The library models a Gated DeltaNet step's state traffic only (no activations, window).
-  static constexpr const char* traffic = "modelled state bytes per step";
   gdn_layer_shape shape;
   const float *embed = nullptr, *A_log = nullptr, *dt_bias = nullptr;
   const float *q_table = nullptr, *k_table = nullptr, *a_table = nullptr, *b_table = nullptr;
@@ -314,7 +311,7 @@ struct gdn_layers {
   }
   template <class Policy>
   double bytes_per_step(int batch) const {
-    return state_traffic_per_step<Policy>().total() * double(shape.state_elements()) * batch;
+    return gdn_bytes_per_step<Policy>(shape, batch, dtype::f32);
   }
   template <class Policy>
   gdn_buffer_sizes buffers(int slots) const {
@@ -489,7 +486,7 @@ int run(const options& o) {
               tokens_total / replay_seconds, o.device.c_str());
   const double bn = m.template bytes_per_step<naive_mode>(o.batch) * o.layers;
   const double br = m.template bytes_per_step<replay_mode>(o.batch) * o.layers;
-  std::printf("%s (all layers): naive %.3f MB, replay %.3f MB (%.2fx fewer)\n", Layers::traffic, bn / 1e6, br / 1e6,
+  std::printf("modelled bytes per step (all layers): naive %.3f MB, replay %.3f MB (%.2fx fewer)\n", bn / 1e6, br / 1e6,
               bn / br);
   const auto mem = m.template buffers<replay_mode>(1);
   std::printf("memory per request per layer: checkpoint %zu B, read copy %zu B, window %zu B\n", mem.checkpoint_total(),

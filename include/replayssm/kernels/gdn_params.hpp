@@ -6,7 +6,7 @@
 /// Activations are `[batch * tokens][rows][inner]` with the inner dimension contiguous and
 /// the two outer strides in elements: request b's token t is at row b * tokens + t. State
 /// pools are `[num_slots][value_heads]` heads of V x K values in the policy's formats, each
-/// head's elements in the order of `gdn_state_offset` (replay/gdn_head_step.hpp). Window
+/// head's chunks in the order of `gdn_state_chunk` (replay/gdn_head_step.hpp). Window
 /// buffers, a ring of E = window_entries entries per slot:
 ///
 ///     window_u    [num_slots][E][value_heads][V]  float, the corrected values

@@ -21,9 +21,9 @@
 ///    are staged once per head. Open tokens enter the window as (u, k, g), and in the
 ///    `raw_inputs` mode also (v, beta).
 ///
-/// A row is held by `Exec::row_lanes` work items (four threads on a CUDA block, one on the
-/// CPU), each with a quarter of its columns; their dot products meet in `row_sum`, in an
-/// order that gives the same bits either way. State layout: `gdn_state_offset`.
+/// A row is held by `Exec::row_lanes` work items (one or four threads on a CUDA block, one on
+/// the CPU), each with its share of the columns; their dot products meet in `row_sum`, in an
+/// order that gives the same bits either way. State layout: `gdn_state_chunk`.
 #pragma once
 
 #include <cstddef>
@@ -52,23 +52,16 @@ struct gdn_shape {
 /// Largest key dimension: a work item holds a whole state row in registers.
 inline constexpr int32_t gdn_max_key_dim = 128;
 
-/// Columns of a row block, the unit in which a state row is laid out and split between the
-/// lanes that share it (a multiple of every built-in format's chunk).
+/// Columns of a row block, the unit in which a state row is split between the lanes that
+/// share it (a multiple of every built-in format's chunk).
 inline constexpr int32_t gdn_column_block = 16;
 
-/// Element offset, in a value head's state of `rows` rows and K columns, of column `c` of row
-/// `row`. Row blocks (16 columns) are grouped by four, one per lane of a row; a group holds
-/// every row's blocks of that group, row after row:
-///
-///     offset = (b / 4) * rows * 64 + row * n * 16 + (b % 4) * 16 + c % 16,   b = c / 16,
-///
-/// with n the blocks of the group (4, fewer in a last group when K is not a multiple of 64).
-/// The four lanes of a row, and consecutive rows, read consecutive memory.
-REPLAYSSM_HOST_DEVICE constexpr int64_t gdn_state_offset(int32_t row, int32_t c, int32_t rows, int32_t K) {
-  const int32_t b = c / gdn_column_block, group = b / 4, blocks = K / gdn_column_block;
-  const int32_t n = blocks - group * 4 < 4 ? blocks - group * 4 : 4;
-  return int64_t(group) * rows * 4 * gdn_column_block + int64_t(row) * n * gdn_column_block +
-         (b % 4) * gdn_column_block + c % gdn_column_block;
+/// Chunk index, in a value head's view, of chunk `unit` (columns [unit K_c, unit K_c + K_c)
+/// for a format of K_c-element chunks) of row `row` of a state with `rows` rows: a chunk's
+/// rows lie next to each other, so that the rows of consecutive threads are consecutive
+/// memory. (Row-major chunks, 512 bytes apart per thread, made the write-back step 2x slower.)
+REPLAYSSM_HOST_DEVICE constexpr int32_t gdn_state_chunk(int32_t row, int32_t unit, int32_t rows) {
+  return unit * rows + row;
 }
 
 /// What the window keeps of each entry, which decides what a flush folds in.
@@ -198,7 +191,7 @@ struct gdn_row_part {
       for (int q = 0; q < gdn_column_block / Kc; ++q) {
         float chunk[Kc] = {};
         const int32_t c = column(i, lane) + q * Kc;
-        if (c < K) view.load(int32_t(gdn_state_offset(row, c, rows, K) / Kc), chunk);
+        if (c < K) view.load(gdn_state_chunk(row, c / Kc, rows), chunk);
         for (int e = 0; e < Kc; ++e) v[i * gdn_column_block + q * Kc + e] = chunk[e];
       }
     }
@@ -215,7 +208,7 @@ struct gdn_row_part {
         if (c >= K) continue;
         float chunk[Kc];
         for (int e = 0; e < Kc; ++e) chunk[e] = v[i * gdn_column_block + q * Kc + e];
-        view.template store<Round>(int32_t(gdn_state_offset(row, c, rows, K) / Kc), chunk, key);
+        view.template store<Round>(gdn_state_chunk(row, c / Kc, rows), chunk, key);
       }
     }
   }
