@@ -81,15 +81,16 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, 6>) mamba2
 /// How a Gated DeltaNet kernel spreads a state row: the write-back and snapshot steps stream
 /// the state and are best with a whole row per thread (168 registers, 3 blocks per SM: 585
 /// against 785 us per write-back step at batch 512 with four lanes); the replay steps, bound
-/// by the latency of their staging, are best with four lanes (80 registers, 6 blocks).
+/// by the latency of their staging, are best with four lanes and many blocks (80 registers
+/// and 6 blocks: 864 us per step at batch 512 against 1092 with 4 blocks).
 template <bool Streaming>
 using gdn_executor = basic_block_executor<Streaming ? 1 : 4>;
-template <bool Streaming>
-inline constexpr int gdn_blocks_per_sm = Streaming ? 3 : 6;
+template <bool Streaming, token_commit Commit>
+inline constexpr int gdn_blocks_per_sm = Streaming ? 3 : (Commit == token_commit::immediate ? 8 : 6);
 
 /// Gated DeltaNet: one block runs one value head of one request.
 template <class Policy, class Act, int Threads, token_commit Commit, gdn_window Mode>
-__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<Policy::is_writeback>>)
+__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<Policy::is_writeback, Commit>>)
     gdn_decode_kernel(const gdn_params p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "gdn_decode_kernel: Threads must be whole warps");
   extern __shared__ float4 scratch_storage[];
@@ -107,7 +108,7 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 
 /// Gated DeltaNet's snapshot baseline: one block per (request, value head), a row per thread.
 template <class StateFormat, class Act, int Threads>
-__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<true>>)
+__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<true, token_commit::pending>>)
     gdn_snapshot_kernel(const gdn_params p) {
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;

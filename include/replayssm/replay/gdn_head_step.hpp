@@ -141,7 +141,7 @@ struct gdn_scratch_layout {
     l.state_decay = take(T);    // decay of the state from the folded entries to open token t
     l.key_coef = take(T * E);   // exp(G_e) (k_e . k_t) per open token t and entry e
     l.query_coef = take(T * E); // exp(G'_e) (k_e . q_t)
-    l.norm = take(l2_normalize_scratch(K));
+    l.norm = take(2 * l2_normalize_scratch(K));
     l.total = at;
     return l;
   }
@@ -269,8 +269,15 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_entries(const Exec& ex, const gdn_head_inpu
                                              const step_plan& plan, const gdn_scratch_layout& l, float* scratch) {
   const int32_t K = shape.key_dim, L = plan.length;
   for (int32_t t = 0; t < plan.tokens; ++t) {
-    l2_normalize(ex, in.k.at(t), K, scratch + l.keys + (L + t) * K, scratch + l.norm);
-    l2_normalize(ex, in.q.at(t), K, scratch + l.queries + t * K, scratch + l.norm, gated_deltanet::query_scale(K));
+    // q and k together: two barriers per token instead of four.
+    float* k_sums = scratch + l.norm;
+    float* q_sums = k_sums + l2_normalize_scratch(K);
+    l2_partial_sums(ex, in.k.at(t), K, k_sums);
+    l2_partial_sums(ex, in.q.at(t), K, q_sums);
+    ex.sync();
+    l2_scale(ex, in.k.at(t), K, scratch + l.keys + (L + t) * K, k_sums, 1.0f);
+    l2_scale(ex, in.q.at(t), K, scratch + l.queries + t * K, q_sums, gated_deltanet::query_scale(K));
+    ex.sync();
   }
   ex.for_each(L * K, [&](int i) {
     scratch[l.keys + i] = st.window_k[plan.ring_slot(i / K) * st.window_k_stride + i % K];

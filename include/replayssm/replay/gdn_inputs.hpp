@@ -20,6 +20,33 @@ REPLAYSSM_HOST_DEVICE constexpr int l2_normalize_scratch(int n) {
   return (n + l2_normalize_chunk - 1) / l2_normalize_chunk;
 }
 
+/// First half of `l2_normalize`: the chunk sums of squares of `in` into `scratch`
+/// (`l2_normalize_scratch(n)` floats). No barrier.
+template <class Exec, class Act>
+REPLAYSSM_HOST_DEVICE void l2_partial_sums(const Exec& ex, const Act* in, int n, float* scratch) {
+  ex.for_each(l2_normalize_scratch(n), [&](int c) {
+    const int end = (c + 1) * l2_normalize_chunk < n ? (c + 1) * l2_normalize_chunk : n;
+    float acc = 0.0f;
+    for (int i = c * l2_normalize_chunk; i < end; ++i) {
+      const float x = to_float(in[i]);
+      acc = math::fma(x, x, acc);
+    }
+    scratch[c] = acc;
+  });
+}
+
+/// Second half of `l2_normalize`, after a barrier: out = scale * in / sqrt(sum + eps) from the
+/// chunk sums in `scratch`. No barrier.
+template <class Exec, class Act>
+REPLAYSSM_HOST_DEVICE void l2_scale(const Exec& ex, const Act* in, int n, float* out, const float* scratch,
+                                    float scale, float eps = gated_deltanet::l2_norm_eps) {
+  const int chunks = l2_normalize_scratch(n);
+  float sum = 0.0f;
+  for (int c = 0; c < chunks; ++c) sum = math::add(sum, scratch[c]);
+  const float norm = math::sqrt(math::add(sum, eps));
+  ex.for_each(n, [&](int i) { out[i] = math::mul(math::div(to_float(in[i]), norm), scale); });
+}
+
 /// out[i] = scale * in[i] / sqrt(sum_j in[j]^2 + eps), over n elements: the L2
 /// normalization of Gated DeltaNet's q (with scale = K^-1/2, gated_deltanet::query_scale)
 /// and k (scale = 1). eps sits inside the root, as in the reference implementations
@@ -33,24 +60,15 @@ REPLAYSSM_HOST_DEVICE constexpr int l2_normalize_scratch(int n) {
 /// `scratch` holds `l2_normalize_scratch(n)` floats and is free again on return; `out`
 /// may be `in` when Act is float. Every thread of the executor must call it; it ends with
 /// a barrier, so all of `out` is visible on return.
+///
+/// The two halves, `l2_partial_sums` then `l2_scale` after a barrier, let a step normalize
+/// its q and k with the barriers of one vector.
 template <class Exec, class Act>
 REPLAYSSM_HOST_DEVICE void l2_normalize(const Exec& ex, const Act* in, int n, float* out, float* scratch,
                                         float scale = 1.0f, float eps = gated_deltanet::l2_norm_eps) {
-  const int chunks = l2_normalize_scratch(n);
-  ex.for_each(chunks, [&](int c) {
-    const int end = (c + 1) * l2_normalize_chunk < n ? (c + 1) * l2_normalize_chunk : n;
-    float acc = 0.0f;
-    for (int i = c * l2_normalize_chunk; i < end; ++i) {
-      const float x = to_float(in[i]);
-      acc = math::fma(x, x, acc);
-    }
-    scratch[c] = acc;
-  });
+  l2_partial_sums(ex, in, n, scratch);
   ex.sync();
-  float sum = 0.0f;
-  for (int c = 0; c < chunks; ++c) sum = math::add(sum, scratch[c]);
-  const float norm = math::sqrt(math::add(sum, eps));
-  ex.for_each(n, [&](int i) { out[i] = math::mul(math::div(to_float(in[i]), norm), scale); });
+  l2_scale(ex, in, n, out, scratch, scale, eps);
   ex.sync();
 }
 
