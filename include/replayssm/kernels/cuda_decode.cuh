@@ -81,8 +81,9 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, 6>) mamba2
 /// How a Gated DeltaNet kernel spreads a state row: the write-back and snapshot steps stream
 /// the state and are best with a whole row per thread (168 registers, 3 blocks per SM: 585
 /// against 785 us per write-back step at batch 512 with four lanes); the replay steps, bound
-/// by the latency of their staging, are best with four lanes and many blocks (80 registers
-/// and 6 blocks: 864 us per step at batch 512 against 1092 with 4 blocks).
+/// by the latency of their staging, are best with four lanes and many blocks (6 blocks of 80
+/// registers: 864 us per step at batch 512 against 1092 with 4 blocks). Decode steps take 8
+/// (64 registers, a few bytes spilled); verify steps, with their per-draft arrays, 6.
 template <bool Streaming>
 using gdn_executor = basic_block_executor<Streaming ? 1 : 4>;
 template <bool Streaming, token_commit Commit>
