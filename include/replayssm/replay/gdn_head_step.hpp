@@ -59,7 +59,8 @@ inline constexpr int32_t gdn_column_block = 16;
 /// Chunk index, in a value head's view, of chunk `unit` (columns [unit K_c, unit K_c + K_c)
 /// for a format of K_c-element chunks) of row `row` of a state with `rows` rows: a chunk's
 /// rows lie next to each other, so that the rows of consecutive threads are consecutive
-/// memory. (Row-major chunks, 512 bytes apart per thread, made the write-back step 2x slower.)
+/// memory. (Rows stored whole in 64-column groups made the write-back step, one thread per
+/// row, 1.7x slower on the H200: 1162 against 671 us at batch 512.)
 REPLAYSSM_HOST_DEVICE constexpr int32_t gdn_state_chunk(int32_t row, int32_t unit, int32_t rows) {
   return unit * rows + row;
 }
