@@ -16,16 +16,33 @@
 
 namespace replayssm {
 
-/// Bytes of every buffer a Mamba-2 layer's decode step uses, for `num_slots` slots.
-struct mamba2_buffer_sizes {
+/// Bytes of a layer's state pools, for any recurrence: checkpoint and separate read copy.
+struct state_pool_sizes {
   size_t checkpoint = 0, checkpoint_scales = 0;
   size_t read_copy = 0, read_copy_scales = 0;
-  size_t window_x = 0, window_B = 0, window_dt = 0;
-  size_t cursors = 0;
   /// Recurrent checkpoint, data and scales.
   constexpr size_t checkpoint_total() const { return checkpoint + checkpoint_scales; }
   /// Separate read copy, data and scales (0 in shared mode).
   constexpr size_t read_copy_total() const { return read_copy + read_copy_scales; }
+};
+
+/// The state pools of `elements` state values under `Policy`.
+template <class Policy>
+constexpr state_pool_sizes state_pools(size_t elements) {
+  state_pool_sizes b;
+  b.checkpoint = state_data_bytes<typename Policy::checkpoint_format>(elements);
+  b.checkpoint_scales = state_scale_bytes<typename Policy::checkpoint_format>(elements);
+  if (!Policy::shared_state) {
+    b.read_copy = state_data_bytes<typename Policy::read_format>(elements);
+    b.read_copy_scales = state_scale_bytes<typename Policy::read_format>(elements);
+  }
+  return b;
+}
+
+/// Bytes of every buffer a Mamba-2 layer's decode step uses, for `num_slots` slots.
+struct mamba2_buffer_sizes : state_pool_sizes {
+  size_t window_x = 0, window_B = 0, window_dt = 0;
+  size_t cursors = 0;
   /// Window entries and cursors.
   constexpr size_t window_total() const { return window_x + window_B + window_dt + cursors; }
   constexpr size_t total() const { return checkpoint_total() + read_copy_total() + window_total(); }
@@ -40,12 +57,7 @@ constexpr mamba2_buffer_sizes mamba2_buffers(mamba2_layer_shape s, int64_t num_s
                                              int32_t draft_tokens = 0) {
   const size_t elements = size_t(s.state_elements()) * size_t(num_slots);
   mamba2_buffer_sizes b;
-  b.checkpoint = state_data_bytes<typename Policy::checkpoint_format>(elements);
-  b.checkpoint_scales = state_scale_bytes<typename Policy::checkpoint_format>(elements);
-  if (!Policy::shared_state) {
-    b.read_copy = state_data_bytes<typename Policy::read_format>(elements);
-    b.read_copy_scales = state_scale_bytes<typename Policy::read_format>(elements);
-  }
+  static_cast<state_pool_sizes&>(b) = state_pools<Policy>(elements);
   if (!Policy::is_writeback) {
     const size_t entries = size_t(num_slots) * size_t(Policy::window + draft_tokens);
     b.window_x = entries * s.heads * s.head_dim * dtype_size(act);
@@ -85,13 +97,9 @@ constexpr double mamba2_bytes_per_step(mamba2_layer_shape s, int64_t batch, dtyp
 }
 
 /// Bytes of every buffer a Gated DeltaNet layer's step uses, for `num_slots` slots.
-struct gdn_buffer_sizes {
-  size_t checkpoint = 0, checkpoint_scales = 0;
-  size_t read_copy = 0, read_copy_scales = 0;
+struct gdn_buffer_sizes : state_pool_sizes {
   size_t window_u = 0, window_k = 0, window_g = 0, window_v = 0, window_beta = 0;
   size_t cursors = 0;
-  constexpr size_t checkpoint_total() const { return checkpoint + checkpoint_scales; }
-  constexpr size_t read_copy_total() const { return read_copy + read_copy_scales; }
   constexpr size_t window_total() const { return window_u + window_k + window_g + window_v + window_beta + cursors; }
   constexpr size_t total() const { return checkpoint_total() + read_copy_total() + window_total(); }
 };
@@ -102,12 +110,7 @@ template <class Policy, gdn_window Mode = gdn_window::corrected_values>
 constexpr gdn_buffer_sizes gdn_buffers(gdn_layer_shape s, int64_t num_slots, dtype act, int32_t draft_tokens = 0) {
   const size_t elements = size_t(s.state_elements()) * size_t(num_slots);
   gdn_buffer_sizes b;
-  b.checkpoint = state_data_bytes<typename Policy::checkpoint_format>(elements);
-  b.checkpoint_scales = state_scale_bytes<typename Policy::checkpoint_format>(elements);
-  if (!Policy::shared_state) {
-    b.read_copy = state_data_bytes<typename Policy::read_format>(elements);
-    b.read_copy_scales = state_scale_bytes<typename Policy::read_format>(elements);
-  }
+  static_cast<state_pool_sizes&>(b) = state_pools<Policy>(elements);
   if (!Policy::is_writeback) {
     const size_t entries = size_t(num_slots) * size_t(Policy::window + draft_tokens);
     const size_t values = entries * s.value_heads * s.value_dim;

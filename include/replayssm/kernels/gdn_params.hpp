@@ -137,13 +137,7 @@ struct gdn_head_views {
     in.A_log = p.A_log[h];
     in.dt_bias = p.dt_bias != nullptr ? p.dt_bias[h] : 0.0f;
 
-    const int64_t head_index = int64_t(slot) * p.heads + h;
-    const int64_t elements = int64_t(p.value_dim) * p.key_dim;
-    using ckpt_view = state_head_view<typename Policy::checkpoint_format>;
-    using read_view = state_head_view<typename Policy::read_format>;
-    state.checkpoint = ckpt_view::in_pool(p.checkpoint, p.checkpoint_scales, head_index, elements);
-    if constexpr (!Policy::shared_state)
-      state.read_copy = read_view::in_pool(p.read_copy, p.read_copy_scales, head_index, elements);
+    bind_head_state(p, slot, h, int64_t(p.value_dim) * p.key_dim, state);
     if constexpr (!Policy::is_writeback) {
       const int64_t E = p.ring_entries<Policy>(), HV = p.heads, V = p.value_dim;
       state.window_entries = int32_t(E);
@@ -160,10 +154,7 @@ struct gdn_head_views {
         state.window_beta_stride = HV;
       }
       state.appends_key = h % (p.heads / p.key_heads) == 0;
-      state.phase = p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
     }
-    state.cursor = p.cursors == nullptr ? nullptr : p.cursors + head_index;
-    state.key = random_stream_key{p.seed, uint32_t(slot), uint32_t(h), 0u};
   }
 };
 

@@ -142,13 +142,7 @@ struct mamba2_head_views {
     in.dt_bias = p.dt_bias != nullptr ? p.dt_bias[h] : 0.0f;
     in.dt_softplus = p.dt_softplus;
 
-    const int64_t head_index = int64_t(slot) * p.heads + h;
-    const int64_t elements = int64_t(p.head_dim) * p.state_dim;
-    using ckpt_view = state_head_view<typename Policy::checkpoint_format>;
-    using read_view = state_head_view<typename Policy::read_format>;
-    state.checkpoint = ckpt_view::in_pool(p.checkpoint, p.checkpoint_scales, head_index, elements);
-    if constexpr (!Policy::shared_state)
-      state.read_copy = read_view::in_pool(p.read_copy, p.read_copy_scales, head_index, elements);
+    bind_head_state(p, slot, h, int64_t(p.head_dim) * p.state_dim, state);
     const int64_t W = p.ring_entries<Policy>();
     if constexpr (!Policy::is_writeback) {
       state.window_entries = int32_t(W);
@@ -159,10 +153,7 @@ struct mamba2_head_views {
       state.window_dt = p.window_dt + int64_t(slot) * W * p.heads + h;
       state.window_dt_stride = p.heads;
       state.appends_key = h % (p.heads / p.groups) == 0;
-      state.phase = p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
     }
-    state.cursor = p.cursors == nullptr ? nullptr : p.cursors + head_index;
-    state.key = random_stream_key{p.seed, uint32_t(slot), uint32_t(h), 0u};
   }
 };
 

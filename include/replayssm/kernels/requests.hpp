@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file requests.hpp
-/// Layer 6: what a request of a step's params maps to (its state slot, its token count), and
-/// the host checks of the per-request counts. Generic over the params of any recurrence:
+/// Layer 6: what a request of a step's params maps to (its state slot, its token count, its
+/// heads' state views), and the host checks of the per-request counts. Generic over the params of any recurrence:
 /// they share the fields used here.
 #pragma once
 
@@ -10,6 +10,8 @@
 
 #include "replayssm/config.hpp"
 #include "replayssm/kernels/status.hpp"
+#include "replayssm/numeric/philox.hpp"
+#include "replayssm/replay/state_view.hpp"
 
 namespace replayssm {
 
@@ -23,6 +25,23 @@ REPLAYSSM_HOST_DEVICE int32_t request_slot(const Params& p, int32_t b) {
 template <class Params>
 REPLAYSSM_HOST_DEVICE int32_t request_tokens(const Params& p, int32_t b) {
   return p.token_counts != nullptr ? p.token_counts[b] : p.tokens;
+}
+
+/// Points a head state (any recurrence's: it has `policy`, the state views, `phase`,
+/// `cursor` and `key`) at head `h` of slot `slot` in the pools of `p`, `elements` state
+/// values per head: checkpoint, read copy, flush phase, cursor and random stream.
+template <class Params, class State>
+REPLAYSSM_HOST_DEVICE void bind_head_state(const Params& p, int32_t slot, int32_t h, int64_t elements, State& state) {
+  using Policy = typename State::policy;
+  const int64_t head_index = int64_t(slot) * p.heads + h;
+  state.checkpoint = state_head_view<typename Policy::checkpoint_format>::in_pool(p.checkpoint, p.checkpoint_scales,
+                                                                                  head_index, elements);
+  if constexpr (!Policy::shared_state)
+    state.read_copy =
+        state_head_view<typename Policy::read_format>::in_pool(p.read_copy, p.read_copy_scales, head_index, elements);
+  if constexpr (!Policy::is_writeback) state.phase = p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
+  state.cursor = p.cursors == nullptr ? nullptr : p.cursors + head_index;
+  state.key = random_stream_key{p.seed, uint32_t(slot), uint32_t(h), 0u};
 }
 
 namespace detail {
