@@ -82,13 +82,19 @@ void register_format(const named_shape<mamba2_layer_shape>& m) {
   reg("replay" + tail + "/W32", bm_step<replay_policy<32, Format>>);
 }
 
-/// Separate read copies, compared against the FP32 write-back step.
+/// A separate read copy, compared against the FP32 write-back step: whole windows, and its
+/// flush and read steps alone.
+template <class Policy>
+void register_split_mode(const named_shape<mamba2_layer_shape>& m, const std::string& mode) {
+  const std::string tail = std::string("/") + m.name + "/" + mode + "/W16";
+  register_batches("replay" + tail, bm_step<Policy>, m.shape, batches)->MinTime(0.05);
+  register_batches("flush_and_read" + tail, bm_flush_and_read<Policy>, m.shape, batches)->Iterations(200);
+}
+
 void register_split(const named_shape<mamba2_layer_shape>& m) {
-  auto reg = [&](const std::string& name, auto fn) { register_batches(name, fn, m.shape, batches)->MinTime(0.05); };
-  const std::string tail = std::string("/") + m.name;
-  reg("replay" + tail + "/read_nvfp4_ckpt_fp16_sr/W16", bm_step<replay_policy<16, nvfp4_format, fp16_format, round_stochastic>>);
-  reg("replay" + tail + "/read_fp16_ckpt_fp32_sr/W16", bm_step<replay_policy<16, fp16_format, fp32_format, round_stochastic>>);
-  reg("replay" + tail + "/read_fp8_ckpt_fp16_sr/W16", bm_step<replay_policy<16, fp8_e4m3_format, fp16_format, round_stochastic>>);
+  register_split_mode<replay_policy<16, nvfp4_format, fp16_format, round_stochastic>>(m, "read_nvfp4_ckpt_fp16_sr");
+  register_split_mode<replay_policy<16, fp16_format, fp32_format, round_stochastic>>(m, "read_fp16_ckpt_fp32_sr");
+  register_split_mode<replay_policy<16, fp8_e4m3_format, fp16_format, round_stochastic>>(m, "read_fp8_ckpt_fp16_sr");
 }
 
 }  // namespace

@@ -79,13 +79,15 @@ def flush_table(rows, shape):
 def split_table(rows, shape):
     modes = sorted({k[2] for k in rows if k[1] == shape and k[2].startswith("read_")})
     out = [f"\n**{shape}, separate read copy and checkpoint, W=16, stochastic rounding**\n",
-           "| mode | batch | us per step | GB/s (own byte model) | % copy | speedup vs naive FP32 |",
-           "|---|---:|---:|---:|---:|---:|"]
+           "| mode | batch | us per step | GB/s (own byte model) | % copy | speedup vs naive FP32 | flush us | read step us (k=1) |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for mode in modes:
         for n in sorted({k[4] for k in rows if k[2] == mode}):
             r = rows[("replay", shape, mode, "W16", n)]
             naive = us(rows[("naive", shape, "fp32", "", n)])
-            out.append(f"| {mode} | {n} | {us(r):.1f} | {r['GBps']:.0f} | {r['pct_copy_bw']:.1f} | {naive / us(r):.2f} |")
+            f = rows.get(("flush_and_read", shape, mode, "W16", n))
+            alone = f"{f['flush_us']:.1f} | {f['read_us']:.1f}" if f else "- | -"
+            out.append(f"| {mode} | {n} | {us(r):.1f} | {r['GBps']:.0f} | {r['pct_copy_bw']:.1f} | {naive / us(r):.2f} | {alone} |")
     return "\n".join(out)
 
 

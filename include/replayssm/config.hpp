@@ -24,6 +24,15 @@
 #define REPLAYSSM_DEVICE_PASS 0
 #endif
 
+/// Unrolls the next loop in device code (its trip count must be a constant): arrays indexed by
+/// its counter then stay in registers. Without it, loops whose bodies hold a Philox draw
+/// or a conversion were left rolled and their arrays went to local memory.
+#if REPLAYSSM_DEVICE_PASS
+#define REPLAYSSM_UNROLL _Pragma("unroll")
+#else
+#define REPLAYSSM_UNROLL
+#endif
+
 /// 1 where `cvt.rs` (hardware stochastic rounding) exists: the architecture-specific
 /// targets sm_100a and sm_103a. Everywhere else, the host included, the software path
 /// that consumes the same random bits runs instead.

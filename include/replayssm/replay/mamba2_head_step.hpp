@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "replayssm/config.hpp"
 #include "replayssm/numeric/activation.hpp"
@@ -103,8 +104,17 @@ struct mamba2_scratch_layout {
   template <int Unit>
   static constexpr int item_width = Unit < 8 ? 8 : Unit;
   /// Unit and item width of a read step (the read copy, or the checkpoint in shared mode).
-  static constexpr int read_unit = Policy::read_format::chunk_elems;
+  using read_format = std::conditional_t<Policy::shared_state, typename Policy::checkpoint_format,
+                                         typename Policy::read_format>;
+  static constexpr int read_unit = read_format::chunk_elems;
   static constexpr int read_width = item_width<read_unit>;
+  /// Rows of a read step's work item: about 128 stored bytes, at most row_block rows. A read
+  /// item fetches all its bytes before it decodes any, so a thread has as many bytes in
+  /// flight in every format (at 4 rows whatever the width, an fp16 read step was no faster
+  /// than an fp32 one).
+  static constexpr int read_row_bytes = read_width / read_unit * read_format::data_bytes_per_chunk;
+  static constexpr int read_rows =
+      128 / read_row_bytes < 1 ? 1 : (128 / read_row_bytes > row_block ? row_block : 128 / read_row_bytes);
   /// Unit and item width of a flush: it writes the checkpoint and a separate read copy.
   static constexpr int flush_unit =
       Policy::shared_state || Policy::checkpoint_format::chunk_elems > Policy::read_format::chunk_elems
@@ -305,11 +315,15 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
           for (int e = 0; e < U; ++e) s[r][u * U + e] = math::fma(x[r], b[e], s[r][u * U + e]);
       }
     }
-    for (int r = 0; r < R && r0 + r < P; ++r) {
+    REPLAYSSM_UNROLL
+    for (int r = 0; r < R; ++r) {
+      if (r0 + r >= P) break;
       for (int t = 0; t < plan.tokens; ++t)
         scratch[l.partial + (t * Pp + r0 + r) * l.partial_stride + col] =
             detail::dot_item<U>(s[r], scratch + l.C + t * N, col, columns);
+      REPLAYSSM_UNROLL
       for (int u = 0; u < KI / U; ++u) {
+        REPLAYSSM_UNROLL
         for (int q = 0; q < U / Kc; ++q) {
           float chunk[Kc];
           for (int e = 0; e < Kc; ++e) chunk[e] = s[r][u * U + q * Kc + e];
@@ -319,6 +333,7 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
           // A separate read copy rounds to nearest: its error is never fed back into the
           // recurrence, so stochastic rounding only adds variance (when the read copy still
           // rounded stochastically, the precision study measured 1.4x the output error).
+          REPLAYSSM_UNROLL
           for (int q = 0; q < U / Kr; ++q) {
             float chunk[Kr];
             for (int e = 0; e < Kr; ++e) chunk[e] = s[r][u * U + q * Kr + e];
@@ -336,28 +351,38 @@ template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
                                      const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
                                      float* scratch) {
-  using read_format = typename Policy::read_format;
+  using layout = mamba2_scratch_layout<Policy>;
+  using read_format = typename layout::read_format;
   constexpr int Kr = read_format::chunk_elems;
-  constexpr int KR = mamba2_scratch_layout<Policy>::read_width;
-  constexpr int R = mamba2_scratch_layout<Policy>::template rows_per_item<KR>;
+  constexpr int KR = layout::read_width;
+  constexpr int R = layout::read_rows;
   const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, columns = N / KR;
   const auto& view = [&]() -> const auto& {
     if constexpr (Policy::shared_state) return st.checkpoint; else return st.read_copy;
   }();
   ex.for_each(Pp / R * columns, [&](int item) {
     const int32_t r0 = item / columns * R, col = item % columns;
-    float s[R][KR];
+    stored_chunk<read_format> stored[R][KR / Kr];
+    REPLAYSSM_UNROLL
     for (int r = 0; r < R; ++r) {
-      for (int u = 0; u < KR / Kr; ++u) {
-        float chunk[Kr] = {};
-        if (r0 + r < P) view.load(((r0 + r) * N + detail::unit_offset<Kr>(u, col, columns)) / Kr, chunk);
-        for (int e = 0; e < Kr; ++e) s[r][u * Kr + e] = chunk[e];
-      }
+      REPLAYSSM_UNROLL
+      for (int u = 0; u < KR / Kr; ++u)
+        if (r0 + r < P) stored[r][u] = view.fetch(((r0 + r) * N + detail::unit_offset<Kr>(u, col, columns)) / Kr);
     }
-    for (int r = 0; r < R && r0 + r < P; ++r)
+    REPLAYSSM_UNROLL
+    for (int r = 0; r < R; ++r) {
+      if (r0 + r >= P) break;
+      float s[KR];
+      REPLAYSSM_UNROLL
+      for (int u = 0; u < KR / Kr; ++u) {
+        float chunk[Kr];
+        view.decode(stored[r][u], chunk);
+        for (int e = 0; e < Kr; ++e) s[u * Kr + e] = chunk[e];
+      }
       for (int t = 0; t < plan.tokens; ++t)
         scratch[l.partial + (t * Pp + r0 + r) * l.partial_stride + col] =
-            detail::dot_item<Kr>(s[r], scratch + l.C + t * N, col, columns);
+            detail::dot_item<Kr>(s, scratch + l.C + t * N, col, columns);
+    }
   });
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "replayssm/config.hpp"
+#include "replayssm/numeric/formats.hpp"
 #include "replayssm/numeric/philox.hpp"
 
 namespace replayssm {
@@ -27,6 +28,35 @@ template <class Format>
 constexpr size_t state_scale_bytes(size_t elements) {
   return elements / Format::chunk_elems * Format::scale_bytes_per_chunk;
 }
+
+/// The stored bytes of one chunk, fetched ahead of their decode: a thread can then have many
+/// chunks' loads in flight before it spends registers on their decoded values.
+template <class Format>
+struct stored_chunk {
+  alignas(16) uint8_t data[Format::data_bytes_per_chunk];
+  alignas(4) uint8_t scales[Format::scale_bytes_per_chunk > 0 ? Format::scale_bytes_per_chunk : 1];
+};
+
+namespace detail {
+
+/// Copies `Bytes` bytes, both ends aligned to Bytes' largest power-of-two divisor up to 16,
+/// in the widest vectors that alignment allows.
+template <int Bytes>
+REPLAYSSM_HOST_DEVICE void copy_chunk_bytes(uint8_t* to, const uint8_t* from) {
+  constexpr int width = Bytes % 16 == 0 ? 16 : Bytes % 8 == 0 ? 8 : Bytes % 4 == 0 ? 4 : 1;
+  if constexpr (width == 1) {
+    for (int i = 0; i < Bytes; ++i) to[i] = from[i];
+  } else {
+    REPLAYSSM_UNROLL
+    for (int i = 0; i < Bytes; i += width) {
+      uint32_t words[width / 4];
+      load_words(from + i, words);
+      store_words(to + i, words);
+    }
+  }
+}
+
+}  // namespace detail
 
 /// One head's state in `Format`: chunk i covers elements [i K, i K + K) of the row-major
 /// matrix, K = Format::chunk_elems.
@@ -50,11 +80,23 @@ struct state_head_view {
     return view;
   }
 
-  /// Decodes chunk `chunk` to floats.
-  REPLAYSSM_HOST_DEVICE void load(int32_t chunk, float (&out)[chunk_elems]) const {
-    Format::decode(data + int64_t(chunk) * Format::data_bytes_per_chunk,
-                   scales + int64_t(chunk) * Format::scale_bytes_per_chunk, out);
+  /// The stored bytes of chunk `chunk`, to `decode` later.
+  REPLAYSSM_HOST_DEVICE stored_chunk<Format> fetch(int32_t chunk) const {
+    stored_chunk<Format> c;
+    detail::copy_chunk_bytes<Format::data_bytes_per_chunk>(c.data, data + int64_t(chunk) * Format::data_bytes_per_chunk);
+    if constexpr (Format::scale_bytes_per_chunk > 0)
+      detail::copy_chunk_bytes<Format::scale_bytes_per_chunk>(c.scales,
+                                                              scales + int64_t(chunk) * Format::scale_bytes_per_chunk);
+    return c;
   }
+
+  /// Decodes a fetched chunk to floats.
+  REPLAYSSM_HOST_DEVICE static void decode(const stored_chunk<Format>& c, float (&out)[chunk_elems]) {
+    Format::decode(c.data, c.scales, out);
+  }
+
+  /// Decodes chunk `chunk` to floats.
+  REPLAYSSM_HOST_DEVICE void load(int32_t chunk, float (&out)[chunk_elems]) const { decode(fetch(chunk), out); }
 
   /// Encodes chunk `chunk` with `Round`; stochastic rounding draws the chunk's words of the
   /// stream `key`, starting at word `chunk * random_words_per_chunk`, so the bits depend on
@@ -63,7 +105,8 @@ struct state_head_view {
   REPLAYSSM_HOST_DEVICE void store(int32_t chunk, const float (&in)[chunk_elems],
                                    const random_stream_key& key) const {
     uint32_t bits[Format::random_words_per_chunk > 0 ? Format::random_words_per_chunk : 1] = {};
-    if constexpr (Round::is_stochastic && Format::random_words_per_chunk > 0) {
+    // An exact format's encode is the identity: its words would be drawn for nothing.
+    if constexpr (Round::is_stochastic && Format::random_words_per_chunk > 0 && !Format::is_exact_fp32) {
       random_words(key, uint32_t(chunk) * Format::random_words_per_chunk, bits);
     }
     Format::template encode<Round>(in, bits, data + int64_t(chunk) * Format::data_bytes_per_chunk,
