@@ -88,6 +88,7 @@ REPLAYSSM_HOST_DEVICE uint32_t bit_reverse16(uint32_t x) {
 }
 
 constexpr uint32_t fp32_abs_mask = 0x7FFFFFFFu;
+constexpr uint32_t fp32_sign_mask = 0x80000000u;
 constexpr uint32_t fp32_inf_bits = 0x7F800000u;
 constexpr uint32_t fp32_quiet_nan_bits = 0x7FC00000u;
 

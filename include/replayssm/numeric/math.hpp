@@ -39,6 +39,20 @@ REPLAYSSM_HOST_DEVICE float float_from_bits(uint32_t bits) {
 #endif
 }
 
+/// Byte k of the result is byte (selector >> 4k) & 7 of the eight bytes {lo, hi} (lo's
+/// bytes first), for k = 0..3: PTX `prmt` without its sign-replication mode. The selector's
+/// bits 3, 7, 11 and 15 must be zero.
+REPLAYSSM_HOST_DEVICE uint32_t byte_perm(uint32_t lo, uint32_t hi, uint32_t selector) {
+#if REPLAYSSM_DEVICE_PASS
+  return __byte_perm(lo, hi, selector);
+#else
+  const uint64_t bytes = uint64_t(hi) << 32 | lo;
+  uint32_t out = 0;
+  for (int k = 0; k < 4; ++k) out |= uint32_t(bytes >> (8 * ((selector >> (4 * k)) & 7u)) & 0xFFu) << (8 * k);
+  return out;
+#endif
+}
+
 /// a * b + c with a single rounding, on host and device alike.
 REPLAYSSM_HOST_DEVICE float fma(float a, float b, float c) {
 #if REPLAYSSM_DEVICE_PASS

@@ -8,6 +8,29 @@
 
 namespace replayssm {
 
+/// Copies N floats of a head step's scratch starting at `from`, which is aligned to 16 bytes
+/// when N is a multiple of 4 and to 8 bytes when N is 2: vector loads on the device. (Scalar
+/// loads of a flush's B rows, eight floats apart from thread to thread, conflicted 4.8-way
+/// on the banks of shared memory.)
+template <int N>
+REPLAYSSM_HOST_DEVICE void load_scratch(const float* from, float (&to)[N]) {
+#if REPLAYSSM_DEVICE_PASS
+  if constexpr (N % 4 == 0) {
+    REPLAYSSM_UNROLL
+    for (int i = 0; i < N; i += 4) {
+      const float4 v = *reinterpret_cast<const float4*>(from + i);
+      to[i] = v.x, to[i + 1] = v.y, to[i + 2] = v.z, to[i + 3] = v.w;
+    }
+    return;
+  } else if constexpr (N == 2) {
+    const float2 v = *reinterpret_cast<const float2*>(from);
+    to[0] = v.x, to[1] = v.y;
+    return;
+  }
+#endif
+  for (int i = 0; i < N; ++i) to[i] = from[i];
+}
+
 /// Runs every loop in order on the calling thread: the CPU implementation.
 struct serial_executor {
   template <class F>

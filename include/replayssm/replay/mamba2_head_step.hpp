@@ -29,6 +29,7 @@
 #include "replayssm/policy/policy.hpp"
 #include "replayssm/recurrence/mamba2.hpp"
 #include "replayssm/replay/cursor.hpp"
+#include "replayssm/replay/executor.hpp"
 #include "replayssm/replay/scalar_decay.hpp"
 #include "replayssm/replay/state_view.hpp"
 #include "replayssm/replay/step_plan.hpp"
@@ -188,8 +189,12 @@ REPLAYSSM_HOST_DEVICE int32_t unit_offset(int u, int32_t col, int32_t columns) {
 template <int Unit, int Width>
 REPLAYSSM_HOST_DEVICE float dot_item(const float (&s)[Width], const float* q, int32_t col, int32_t columns) {
   float acc = 0.0f;
-  for (int u = 0; u < Width / Unit; ++u)
-    for (int e = 0; e < Unit; ++e) acc = math::fma(s[u * Unit + e], q[unit_offset<Unit>(u, col, columns) + e], acc);
+  REPLAYSSM_UNROLL
+  for (int u = 0; u < Width / Unit; ++u) {
+    float qu[Unit];
+    load_scratch(q + unit_offset<Unit>(u, col, columns), qu);
+    for (int e = 0; e < Unit; ++e) acc = math::fma(s[u * Unit + e], qu[e], acc);
+  }
   return acc;
 }
 
@@ -308,9 +313,12 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
       }
     }
     for (int j = 0; j < F; ++j) {
-      const float* x = scratch + l.xw + j * Pp + r0;
+      float x[R];
+      load_scratch(scratch + l.xw + j * Pp + r0, x);
+      REPLAYSSM_UNROLL
       for (int u = 0; u < KI / U; ++u) {
-        const float* b = scratch + l.Bw + j * N + offset(u);
+        float b[U];
+        load_scratch(scratch + l.Bw + j * N + offset(u), b);
         for (int r = 0; r < R; ++r)
           for (int e = 0; e < U; ++e) s[r][u * U + e] = math::fma(x[r], b[e], s[r][u * U + e]);
       }
