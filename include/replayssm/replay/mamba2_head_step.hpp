@@ -200,9 +200,21 @@ REPLAYSSM_HOST_DEVICE float dot_item(const float (&s)[Width], const float* q, in
   return acc;
 }
 
-}  // namespace detail
+/// Whether a step stages its tokens' x and z in scratch with C for the outputs and the
+/// append. A replay step does: loaded at its end, they added a memory latency to every
+/// block (read step 313 -> 293 us, flush 931 -> 897 us at batch 256 on the H200). The
+/// write-back step does not: staging them cost it 4% (509 -> 532 us).
+template <class Policy>
+inline constexpr bool stages_token_inputs = !Policy::is_writeback;
 
-namespace detail {
+/// x or z of token t at row p: the staged copy at `staged` (stride padded_rows) when the
+/// policy stages them, else from memory.
+template <class Policy, class Act>
+REPLAYSSM_HOST_DEVICE float token_input(const token_rows<const Act>& rows, const float* staged, int32_t Pp, int32_t t,
+                                        int32_t p) {
+  if constexpr (stages_token_inputs<Policy>) return staged[t * Pp + p];
+  else return load_act(rows.at(t), p);
+}
 
 /// x, B and dt of entry j: a window ring slot for j < length, else a step token.
 template <class Policy, class Act>
@@ -243,13 +255,13 @@ REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_
   // needs no index arithmetic.
   for (int32_t t = 0; t < plan.tokens; ++t)
     ex.for_each(N, [&](int n) { scratch[l.C + t * N + n] = detail::load_act(in.C.at(t), n); });
-  // The tokens' x and z, for the outputs and the append: loaded at the end of the step, they
-  // added a memory latency to every block's critical path.
-  const bool gated = in.z.data != nullptr;
-  for (int32_t t = 0; t < plan.tokens; ++t) ex.for_each(shape.head_dim, [&](int p) {
-    scratch[l.token_x + t * Pp + p] = detail::load_act(in.x.at(t), p);
-    scratch[l.token_z + t * Pp + p] = gated ? detail::load_act(in.z.at(t), p) : 0.0f;
-  });
+  if constexpr (detail::stages_token_inputs<Policy>) {
+    const bool gated = in.z.data != nullptr;
+    for (int32_t t = 0; t < plan.tokens; ++t) ex.for_each(shape.head_dim, [&](int p) {
+      scratch[l.token_x + t * Pp + p] = detail::load_act(in.x.at(t), p);
+      scratch[l.token_z + t * Pp + p] = gated ? detail::load_act(in.z.at(t), p) : 0.0f;
+    });
+  }
   // Entry x (rows padded with zeros) is staged here, in the same memory latency: reading it
   // per row in the window sum serialized one latency per entry (365 against 303 us per read
   // step at batch 256 and k = 16 against k = 1 on the H200).
@@ -467,9 +479,10 @@ REPLAYSSM_HOST_DEVICE void write_outputs(const Exec& ex, const mamba2_head_input
     float state_term = 0.0f;
     for (int c = 0; c < columns; ++c) state_term = math::add(state_term, scratch[l.partial + row * l.partial_stride + c]);
     state_term = math::mul(scratch[l.query_decay + t], state_term);
-    in.y.at(t)[p] = from_float<Act>(mamba2::output(state_term, scratch[l.window_sum + row], in.D,
-                                                   scratch[l.token_x + row], scratch[l.token_z + row],
-                                                   in.z.data != nullptr));
+    const bool gated = in.z.data != nullptr;
+    const float x = detail::token_input<Policy>(in.x, scratch + l.token_x, Pp, t, p);
+    const float z = gated ? detail::token_input<Policy>(in.z, scratch + l.token_z, Pp, t, p) : 0.0f;
+    in.y.at(t)[p] = from_float<Act>(mamba2::output(state_term, scratch[l.window_sum + row], in.D, x, z, gated));
   });
 }
 
@@ -484,7 +497,9 @@ REPLAYSSM_HOST_DEVICE void append_tokens(const Exec& ex, const mamba2_head_input
   const int32_t P = shape.head_dim, N = shape.state_dim, L = plan.length;
   for (int32_t t = 0; t < plan.tokens; ++t) {
     Act* x = st.window_x + plan.ring_slot(L + t) * st.window_x_stride;
-    ex.for_each(P, [&](int p) { x[p] = from_float<Act>(scratch[l.token_x + t * l.padded_rows + p]); });
+    ex.for_each(P, [&](int p) {
+      x[p] = from_float<Act>(detail::token_input<Policy>(in.x, scratch + l.token_x, l.padded_rows, t, p));
+    });
     if (st.appends_key) {
       Act* B = st.window_B + plan.ring_slot(L + t) * st.window_B_stride;
       ex.for_each(N, [&](int n) { B[n] = in.B.at(t)[n]; });
