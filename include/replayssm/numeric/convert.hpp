@@ -419,6 +419,12 @@ struct Convert<half_t, float, round_stochastic> {
   }
   /// Rounds v with the random field in bits 12..0 of rbits.
   REPLAYSSM_HOST_DEVICE static half_t apply(float v, uint32_t rbits) {
+    // A finite |v| >= 2^-14 (fp16's normal range and above) discards exactly the 13 low
+    // significand bits: adding the field there and truncating is the stochastic step, and
+    // the truncated value is exact in fp16 or overflows to infinity, as the step does.
+    const uint32_t bits = math::float_bits(v), magnitude = bits & detail::fp32_abs_mask;
+    if (magnitude >= 0x38800000u && magnitude < detail::fp32_inf_bits)
+      return Convert<half_t, float>::apply(math::float_from_bits((bits + (rbits & 0x1FFFu)) & ~0x1FFFu));
     using E = detail::encoding<half_t>;
     return half_t::from_bits(static_cast<uint16_t>(
         detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, E::nan_code)));
@@ -450,6 +456,12 @@ struct Convert<bfloat16_t, float, round_stochastic> {
   }
   /// Rounds v with the random field in bits 15..0 of rbits.
   REPLAYSSM_HOST_DEVICE static bfloat16_t apply(float v, uint32_t rbits) {
+    // A finite v discards exactly its 16 low bits (subnormals too): the field added there,
+    // with its carry, is the stochastic step (a carry out of the largest finite value gives
+    // infinity, as the step does).
+    const uint32_t bits = math::float_bits(v);
+    if ((bits & detail::fp32_abs_mask) < detail::fp32_inf_bits)
+      return bfloat16_t::from_bits(static_cast<uint16_t>((bits + (rbits & 0xFFFFu)) >> 16));
     using E = detail::encoding<bfloat16_t>;
     return bfloat16_t::from_bits(static_cast<uint16_t>(
         detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, E::nan_code)));

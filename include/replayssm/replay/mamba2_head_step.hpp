@@ -84,6 +84,17 @@ struct mamba2_head_state {
   random_stream_key key{};          ///< flush_index is taken from the cursor
 };
 
+namespace detail {
+
+/// Whether a step stages its tokens' x and z in scratch with C for the outputs and the
+/// append. A replay step does: loaded at its end, they added a memory latency to every
+/// block (read step 313 -> 293 us, flush 931 -> 897 us at batch 256 on the H200). The
+/// write-back step does not: staging them cost it 4% (509 -> 532 us).
+template <class Policy>
+inline constexpr bool stages_token_inputs = !Policy::is_writeback;
+
+}  // namespace detail
+
 /// Shared scratch of a head step, in floats, carved from one buffer (CUB's TempStorage idea
 /// with run-time sizes: ask `bytes()`, pass a buffer that large).
 template <class Policy>
@@ -150,8 +161,9 @@ struct mamba2_scratch_layout {
     l.query_coef = take(T * E);
     l.query_decay = take(T);
     l.C = take(T * s.state_dim);
-    l.token_x = take(T * l.padded_rows);
-    l.token_z = take(T * l.padded_rows);
+    const int32_t staged_tokens = detail::stages_token_inputs<Policy> ? T : 0;
+    l.token_x = take(staged_tokens * l.padded_rows);
+    l.token_z = take(staged_tokens * l.padded_rows);
     l.partial = take(T * l.padded_rows * l.partial_stride);
     // Entry x: coef_j x_j for the flushed entries, x_j for the others.
     l.xw = take(E * l.padded_rows);
@@ -199,13 +211,6 @@ REPLAYSSM_HOST_DEVICE float dot_item(const float (&s)[Width], const float* q, in
   }
   return acc;
 }
-
-/// Whether a step stages its tokens' x and z in scratch with C for the outputs and the
-/// append. A replay step does: loaded at its end, they added a memory latency to every
-/// block (read step 313 -> 293 us, flush 931 -> 897 us at batch 256 on the H200). The
-/// write-back step does not: staging them cost it 4% (509 -> 532 us).
-template <class Policy>
-inline constexpr bool stages_token_inputs = !Policy::is_writeback;
 
 /// x or z of token t at row p: the staged copy at `staged` (stride padded_rows) when the
 /// policy stages them, else from memory.
