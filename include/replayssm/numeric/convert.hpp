@@ -401,7 +401,15 @@ struct Convert<float_ue4m3_t, float, round_nearest_even> {
 template <>
 struct Convert<float_e2m1_t, float, round_nearest_even> {
   REPLAYSSM_HOST_DEVICE static float_e2m1_t apply(float v) {
-    return detail::encode_nearest<float_e2m1_t>(v);
+    // Seven comparisons with the midpoints of the grid (0, 0.5, 1, 1.5, 2, 3, 4, 6), each tie
+    // going to the even code, instead of the general grid split: NVFP4 encodes divide every
+    // element and were bound by their conversions.
+    const uint32_t bits = math::float_bits(v);
+    if ((bits & detail::fp32_abs_mask) > detail::fp32_inf_bits) return float_e2m1_t::from_bits(0x7);
+    const float a = math::float_from_bits(bits & detail::fp32_abs_mask);
+    const uint32_t code = uint32_t(a > 0.25f) + uint32_t(a >= 0.75f) + uint32_t(a > 1.25f) + uint32_t(a >= 1.75f) +
+                          uint32_t(a > 2.5f) + uint32_t(a >= 3.5f) + uint32_t(a > 5.0f);
+    return float_e2m1_t::from_bits(static_cast<uint8_t>(((bits >> 28) & 0x8u) | code));
   }
 };
 
