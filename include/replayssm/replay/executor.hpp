@@ -21,14 +21,14 @@ REPLAYSSM_HOST_DEVICE void load_scratch(const float* from, float (&to)[N]) {
       const float4 v = *reinterpret_cast<const float4*>(from + i);
       to[i] = v.x, to[i + 1] = v.y, to[i + 2] = v.z, to[i + 3] = v.w;
     }
-    return;
   } else if constexpr (N == 2) {
     const float2 v = *reinterpret_cast<const float2*>(from);
     to[0] = v.x, to[1] = v.y;
-    return;
-  }
+  } else  // the scalar copy below: the device's other sizes, and the host
 #endif
-  for (int i = 0; i < N; ++i) to[i] = from[i];
+  {
+    for (int i = 0; i < N; ++i) to[i] = from[i];
+  }
 }
 
 /// Runs every loop in order on the calling thread: the CPU implementation.
