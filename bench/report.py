@@ -190,13 +190,18 @@ def main():
     print(f"Device copy bandwidth {float(context['copy_bandwidth_GBps']):.0f} GB/s, "
           f"read bandwidth {float(context['read_bandwidth_GBps']):.0f} GB/s (measured by the benchmark); "
           f"run {context['date']}.")
+    # A run filtered to some benchmarks prints the tables it has data for.
     for shape in ("nano", "super"):
         for mode in ("fp32", "fp16", "bf16"):
-            print(step_tables(rows, shape, mode))
-        print(flush_table(rows, shape))
-    print(split_table(rows, "nano"))
+            if any(k[:3] == ("replay", shape, mode) for k in rows):
+                print(step_tables(rows, shape, mode))
+        if any(k[:3] == ("staggered", shape, "fp32") for k in rows):
+            print(flush_table(rows, shape))
+    if any(k[2].startswith("read_") for k in rows):
+        print(split_table(rows, "nano"))
     for shape in ("nano", "super"):
-        print(spec_table(spec, shape))
+        if any(k[1] == shape for k in spec):
+            print(spec_table(spec, shape))
     if gdn or gdn_spec:
         print_gdn(gdn, gdn_spec)
     if args.plot:
