@@ -20,7 +20,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include "replayssm/config.hpp"
 #include "replayssm/numeric/activation.hpp"
@@ -115,9 +114,9 @@ struct mamba2_scratch_layout {
   /// load of a warp reads consecutive memory: adjacent units made the fp32 flush 10% slower.
   template <int Unit>
   static constexpr int item_width = Unit < 8 ? 8 : Unit;
-  /// Unit and item width of a read step (the read copy, or the checkpoint in shared mode).
-  using read_format = std::conditional_t<Policy::shared_state, typename Policy::checkpoint_format,
-                                         typename Policy::read_format>;
+  /// Unit and item width of a read step (the read copy, or the checkpoint in shared mode,
+  /// where the two formats are one).
+  using read_format = typename Policy::read_format;
   static constexpr int read_unit = read_format::chunk_elems;
   static constexpr int read_width = item_width<read_unit>;
   /// Rows of a read step's work item: about 128 stored bytes, at most row_block rows. A read
