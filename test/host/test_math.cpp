@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The recurrences' scalar math against double precision: exp, log1p, softplus, silu,
-// sigmoid, sqrt, and the order-fixed decay composition.
+// sigmoid, sqrt, the order-fixed decay composition, and the byte permute.
 #include <replayssm/numeric/math.hpp>
 #include <replayssm/replay/scalar_decay.hpp>
 
@@ -81,4 +81,12 @@ TEST_CASE("window coefficients compose decays in a fixed order", "[math]") {
   CHECK(window_coefficient(log_decay, scale, 0, 4) == Approx(std::exp(-0.9)).epsilon(1e-6));
   CHECK(checkpoint_decay(log_decay, 4) == Approx(std::exp(-1.0)).epsilon(1e-6));
   CHECK(suffix_log_decay(log_decay, -1, 4) == (((0.0f + -0.4f) + -0.3f) + -0.2f) + -0.1f);
+}
+
+TEST_CASE("byte_perm picks bytes of {lo, hi} by the selector's nibbles", "[math]") {
+  const uint32_t lo = 0x33221100u, hi = 0x77665544u;  // byte k holds 0x11 * k
+  CHECK(math::byte_perm(lo, hi, 0x3210u) == lo);
+  CHECK(math::byte_perm(lo, hi, 0x7654u) == hi);
+  CHECK(math::byte_perm(lo, hi, 0x0167u) == 0x00116677u);
+  CHECK(math::byte_perm(lo, hi, 0x5555u) == 0x55555555u);
 }
