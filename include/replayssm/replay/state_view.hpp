@@ -30,11 +30,14 @@ constexpr size_t state_scale_bytes(size_t elements) {
 }
 
 /// The stored bytes of one chunk, fetched ahead of their decode: a thread can then have many
-/// chunks' loads in flight before it spends registers on their decoded values.
+/// chunks' loads in flight before it spends registers on their decoded values. Each plane is
+/// aligned at least as in memory (to its size's power-of-two factor, up to 16 bytes), so a
+/// format's vector loads of it stay valid.
 template <class Format>
 struct stored_chunk {
+  static constexpr int scale_bytes = Format::scale_bytes_per_chunk > 0 ? Format::scale_bytes_per_chunk : 1;
   alignas(16) uint8_t data[Format::data_bytes_per_chunk];
-  alignas(4) uint8_t scales[Format::scale_bytes_per_chunk > 0 ? Format::scale_bytes_per_chunk : 1];
+  alignas(scale_bytes % 16 == 0 ? 16 : (scale_bytes % 8 == 0 ? 8 : 4)) uint8_t scales[scale_bytes];
 };
 
 namespace detail {
