@@ -250,6 +250,22 @@ inline slot_placement place_requests(device_arena& mem, int batch, int snapshots
   return r;
 }
 
+/// Points a layer's params (either recurrence's) at the requests' slots and at fresh state
+/// pools of `sizes` for `Policy`: the checkpoint, and the read copy unless it is shared.
+template <class Policy, class Params>
+void bind_slots_and_pools(device_arena& mem, Params& p, const slot_placement& placed,
+                          const replayssm::state_pool_sizes& sizes) {
+  p.slot_indices = placed.slot_indices;
+  p.snapshot_slots = placed.snapshot_slots;
+  p.flush_phase = placed.flush_phase;
+  p.num_slots = placed.num_slots;
+  p.checkpoint = mem.state_pool<typename Policy::checkpoint_format>(sizes.checkpoint, sizes.checkpoint_scales,
+                                                                    &p.checkpoint_scales);
+  if (!Policy::shared_state)
+    p.read_copy =
+        mem.state_pool<typename Policy::read_format>(sizes.read_copy, sizes.read_copy_scales, &p.read_copy_scales);
+}
+
 /// A CUDA graph of `steps` calls of `step(i, stream)`.
 inline cudaGraphExec_t capture(int steps, cudaStream_t stream, const std::function<void(int, cudaStream_t)>& step) {
   cudaGraph_t graph;

@@ -52,14 +52,7 @@ struct gdn_bench_layer : device_arena {
     }
     p.A_log = upload(A_log);
     p.dt_bias = upload(dt_bias);
-    p.slot_indices = placed.slot_indices;
-    p.snapshot_slots = placed.snapshot_slots;
-    p.flush_phase = placed.flush_phase;
-    p.num_slots = num_slots;
-    p.checkpoint = state_pool<typename Policy::checkpoint_format>(sizes.checkpoint, sizes.checkpoint_scales,
-                                                                  &p.checkpoint_scales);
-    if (!Policy::shared_state)
-      p.read_copy = state_pool<typename Policy::read_format>(sizes.read_copy, sizes.read_copy_scales, &p.read_copy_scales);
+    bind_slots_and_pools<Policy>(*this, p, placed, sizes);
     p.window_u = static_cast<float*>(take(sizes.window_u));
     p.window_k = static_cast<float*>(take(sizes.window_k));
     p.window_g = static_cast<float*>(take(sizes.window_g));

@@ -45,14 +45,7 @@ struct mamba2_bench_layer : device_arena {
     p.A = upload(A);
     p.D = upload(std::vector<float>(size_t(s.heads), 1.0f));
     p.dt_bias = upload(bias);
-    p.slot_indices = placed.slot_indices;
-    p.snapshot_slots = placed.snapshot_slots;
-    p.flush_phase = placed.flush_phase;
-    p.num_slots = num_slots;
-    p.checkpoint = state_pool<typename Policy::checkpoint_format>(sizes.checkpoint, sizes.checkpoint_scales,
-                                                                  &p.checkpoint_scales);
-    if (!Policy::shared_state)
-      p.read_copy = state_pool<typename Policy::read_format>(sizes.read_copy, sizes.read_copy_scales, &p.read_copy_scales);
+    bind_slots_and_pools<Policy>(*this, p, placed, sizes);
     p.window_x = take(sizes.window_x);
     p.window_B = take(sizes.window_B);
     p.window_dt = static_cast<float*>(take(sizes.window_dt));

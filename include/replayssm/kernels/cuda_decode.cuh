@@ -47,35 +47,44 @@ inline constexpr int decode_min_blocks = 128 * Blocks / Threads > 0 ? 128 * Bloc
 template <class Policy, token_commit Commit>
 inline constexpr int step_blocks_per_sm = Policy::is_writeback || Commit == token_commit::pending ? 6 : 8;
 
+namespace detail {
+
+/// The body of every per-(request, head) kernel, the device twin of the CPU's
+/// `for_each_request_head`: block (h, b) runs `head(b, h, slot, scratch)` on its dynamic shared
+/// memory unless request b is padding, reports a slot out of range, and ORs the step's error
+/// bits into `p.error_flags`.
+template <class Params, class HeadStep>
+__device__ __forceinline__ void run_request_head(const Params& p, HeadStep&& head) {
+  extern __shared__ float4 scratch_storage[];
+  const int32_t h = blockIdx.x, b = blockIdx.y;
+  const int32_t slot = request_slot(p, b);
+  if (slot == p.pad_slot_id) return;
+  const uint32_t errors = slot >= 0 && slot < p.num_slots
+                              ? head(b, h, slot, reinterpret_cast<float*>(scratch_storage))
+                              : uint32_t(error_slot_out_of_range);
+  if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+}
+
+}  // namespace detail
+
 /// One block runs one head of one request: a decode (`immediate`) or verify (`pending`) step.
 template <class Policy, class Act, int Threads = decode_block_threads,
           token_commit Commit = token_commit::immediate>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, step_blocks_per_sm<Policy, Commit>>)
     mamba2_decode_kernel(const mamba2_params p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "mamba2_decode_kernel: Threads must be whole warps");
-  extern __shared__ float4 scratch_storage[];
-  const int32_t h = blockIdx.x, b = blockIdx.y;
-  const int32_t slot = request_slot(p, b);
-  if (slot == p.pad_slot_id) return;
-  uint32_t errors = error_slot_out_of_range;
-  if (slot >= 0 && slot < p.num_slots) {
+  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
     const mamba2_head_views<Policy, Act> v(p, b, h, slot);
-    errors = mamba2_head_tokens<Commit>(block_executor{}, v.in, v.state, mamba2_shape{p.head_dim, p.state_dim},
-                                        reinterpret_cast<float*>(scratch_storage));
-  }
-  if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+    return mamba2_head_tokens<Commit>(block_executor{}, v.in, v.state, mamba2_shape{p.head_dim, p.state_dim}, scratch);
+  });
 }
 
 /// The snapshot baseline's verify step: one block per (request, head), drafts in order.
 template <class StateFormat, class Act, int Threads = decode_block_threads>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, 6>) mamba2_snapshot_kernel(const mamba2_params p) {
-  extern __shared__ float4 scratch_storage[];
-  const int32_t h = blockIdx.x, b = blockIdx.y;
-  const int32_t slot = request_slot(p, b);
-  if (slot == p.pad_slot_id) return;
-  const uint32_t errors = mamba2_snapshot_head_step<StateFormat, Act>(block_executor{}, p, b, h, slot,
-                                                                      reinterpret_cast<float*>(scratch_storage));
-  if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+    return mamba2_snapshot_head_step<StateFormat, Act>(block_executor{}, p, b, h, slot, scratch);
+  });
 }
 
 /// How a Gated DeltaNet kernel spreads a state row: the write-back and snapshot steps stream
@@ -94,30 +103,20 @@ template <class Policy, class Act, int Threads, token_commit Commit, gdn_window 
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<Policy::is_writeback, Commit>>)
     gdn_decode_kernel(const gdn_params p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "gdn_decode_kernel: Threads must be whole warps");
-  extern __shared__ float4 scratch_storage[];
-  const int32_t h = blockIdx.x, b = blockIdx.y;
-  const int32_t slot = request_slot(p, b);
-  if (slot == p.pad_slot_id) return;
-  uint32_t errors = error_slot_out_of_range;
-  if (slot >= 0 && slot < p.num_slots) {
+  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
     const gdn_head_views<Policy, Act> v(p, b, h, slot);
-    errors = gdn_head_tokens<Commit, Mode>(gdn_executor<Policy::is_writeback>{}, v.in, v.state,
-                                           gdn_shape{p.value_dim, p.key_dim}, reinterpret_cast<float*>(scratch_storage));
-  }
-  if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+    return gdn_head_tokens<Commit, Mode>(gdn_executor<Policy::is_writeback>{}, v.in, v.state,
+                                         gdn_shape{p.value_dim, p.key_dim}, scratch);
+  });
 }
 
 /// Gated DeltaNet's snapshot baseline: one block per (request, value head), a row per thread.
 template <class StateFormat, class Act, int Threads>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<true, token_commit::pending>>)
     gdn_snapshot_kernel(const gdn_params p) {
-  extern __shared__ float4 scratch_storage[];
-  const int32_t h = blockIdx.x, b = blockIdx.y;
-  const int32_t slot = request_slot(p, b);
-  if (slot == p.pad_slot_id) return;
-  const uint32_t errors =
-      gdn_snapshot_head_step<StateFormat, Act>(gdn_executor<true>{}, p, b, h, slot, reinterpret_cast<float*>(scratch_storage));
-  if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+    return gdn_snapshot_head_step<StateFormat, Act>(gdn_executor<true>{}, p, b, h, slot, scratch);
+  });
 }
 
 /// Commits the accepted drafts of every (request, head): one thread each.
