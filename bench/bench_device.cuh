@@ -4,7 +4,7 @@
 // the L2, the measured copy and read bandwidths, timing with CUDA events and graphs, the
 // bandwidth counters, and the speculative-decoding rounds with their acceptance model.
 //
-// A benchmark layer (mamba2_bench_layer.cuh, gdn_bench_layer.cuh) is a `device_arena` with
+// A benchmark layer (mamba2/bench_layer.cuh, gated_deltanet/bench_layer.cuh) is a `device_arena` with
 // `policy`, `batch`, `tokens`, params `p` (with `error_flags` and `accepted_counts`),
 // `step(stream)`, `bytes_per_step()`, `snapshot_bytes()` and `window_extra_bytes()`.
 #pragma once
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include <replayssm/kernels/cuda_decode.cuh>
+#include <replayssm/cuda.cuh>
 #include <replayssm/replayssm.hpp>
 
 namespace replayssm_bench {

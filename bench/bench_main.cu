@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Entry point of the GPU decode benchmarks: registers the Mamba-2 (mamba2_*_bench.cu) and
-// Gated DeltaNet (gdn_*_bench.cu) benchmarks, measures the device's copy and read
+// Entry point of the GPU decode benchmarks: registers the Mamba-2 (mamba2/) and
+// Gated DeltaNet (gated_deltanet/) benchmarks, measures the device's copy and read
 // bandwidths once, and runs what --benchmark_filter selects. Without a device it prints the
 // skip marker and exits 0 (--benchmark_list_tests still lists the benchmarks).
 #include "bench_device.cuh"
@@ -8,8 +8,8 @@
 #include <cstring>
 
 namespace replayssm_bench {
-void register_mamba2();  // mamba2_decode_bench.cu
-void register_gdn();     // gdn_decode_bench.cu
+void register_mamba2();  // mamba2/decode_bench.cu
+void register_gdn();     // gated_deltanet/decode_bench.cu
 }  // namespace replayssm_bench
 
 int main(int argc, char** argv) {

@@ -81,7 +81,7 @@ void bm_cpu_step(benchmark::State& state) {
   state.counters["modelled_bytes_per_step"] = mamba2_bytes_per_step<Policy>(shape, batch, dtype::f32);
 }
 
-BENCHMARK(bm_cpu_step<writeback_policy<fp32_format>>)->Name("cpu/naive/fp32")->ArgName("batch")->Arg(1)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_cpu_step<writeback_policy<fp32_format>>)->Name("cpu/writeback/fp32")->ArgName("batch")->Arg(1)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_cpu_step<replay_policy<window, fp32_format>>)->Name("cpu/replay/fp32/W16")->ArgName("batch")->Arg(1)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Tables and the speedup plot of docs/benchmarks.md, from mamba2_decode_bench's JSON
+"""Tables and the speedup plot of docs/benchmarks.md, from replayssm_bench's JSON
 (decode steps, split precision, speculative decoding; Mamba-2, then Gated DeltaNet when the
 run has BM_gdn_* results).
 
@@ -14,7 +14,7 @@ from collections import defaultdict
 
 NAME = re.compile(r"^(?P<kind>[a-z_]+)/(?P<shape>nano|super)/(?P<mode>[a-z0-9_]+)(?:/(?P<window>W\d+))?/batch:(?P<batch>\d+)")
 SPEC = re.compile(r"^spec_(?P<kind>replay|snapshot)/(?P<shape>nano|super)/fp32/W16/T(?P<drafts>\d+)/batch:(?P<batch>\d+)/")
-GDN_NAME = re.compile(r"^BM_gdn_(?P<kind>naive|replay)/(?P<shape>[^/]+)/(?P<state>[a-z0-9_]+)"
+GDN_NAME = re.compile(r"^BM_gdn_(?P<kind>writeback|replay)/(?P<shape>[^/]+)/(?P<state>[a-z0-9_]+)"
                       r"(?:/(?P<mode>corrected_values|raw_inputs))?(?:/(?P<window>W\d+))?/batch:(?P<batch>\d+)(?:/|$)")
 GDN_SPEC = re.compile(r"^BM_gdn_spec_(?P<kind>replay|snapshot)/(?P<shape>[^/]+)/fp32/W16/T(?P<drafts>\d+)/batch:(?P<batch>\d+)(?:/|$)")
 # Gated DeltaNet shapes of the benchmark: value heads, key heads, key and value head dims.
@@ -28,6 +28,8 @@ def load(path):
         data = json.load(f)
     rows, spec, gdn, gdn_spec = {}, {}, {}, {}
     for b in data["benchmarks"]:
+        # Runs before 2026-11-30 named the write-back step "naive".
+        b["name"] = re.sub(r"(^|_)naive/", r"\1writeback/", b["name"])
         m = NAME.match(b["name"])
         if m:
             key = (m["kind"], m["shape"], m["mode"], m["window"] or "", int(m["batch"]))
@@ -49,29 +51,29 @@ def us(b):
 
 
 def step_tables(rows, shape, mode):
-    batches = sorted({k[4] for k in rows if k[1] == shape and k[2] == mode and k[0] == "naive"})
+    batches = sorted({k[4] for k in rows if k[1] == shape and k[2] == mode and k[0] == "writeback"})
     out = [f"\n**{shape}, state {mode}, BF16 inputs** (median us per step; replay = mean over whole windows)\n",
-           "| batch | naive us | naive % copy | W8 us | W16 us | W16 GB/s | W16 % copy | W16 % read | W32 us | speedup W8 | speedup W16 | speedup W32 |",
+           "| batch | writeback us | writeback % copy | W8 us | W16 us | W16 GB/s | W16 % copy | W16 % read | W32 us | speedup W8 | speedup W16 | speedup W32 |",
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in batches:
-        naive = rows[("naive", shape, mode, "", n)]
+        writeback = rows[("writeback", shape, mode, "", n)]
         rep = {w: rows.get(("replay", shape, mode, w, n)) for w in ("W8", "W16", "W32")}
         w16 = rep["W16"]
-        out.append(f"| {n} | {us(naive):.1f} | {naive['pct_copy_bw']:.1f} | {us(rep['W8']):.1f} | {us(w16):.1f} | "
+        out.append(f"| {n} | {us(writeback):.1f} | {writeback['pct_copy_bw']:.1f} | {us(rep['W8']):.1f} | {us(w16):.1f} | "
                    f"{w16['GBps']:.0f} | {w16['pct_copy_bw']:.1f} | {w16['pct_read_bw']:.1f} | {us(rep['W32']):.1f} | "
-                   f"{us(naive) / us(rep['W8']):.2f} | {us(naive) / us(w16):.2f} | {us(naive) / us(rep['W32']):.2f} |")
+                   f"{us(writeback) / us(rep['W8']):.2f} | {us(writeback) / us(w16):.2f} | {us(writeback) / us(rep['W32']):.2f} |")
     return "\n".join(out)
 
 
 def flush_table(rows, shape):
     out = [f"\n**{shape}, FP32 state, W=16: flush and read steps alone, and staggered flushes**\n",
-           "| batch | naive us | flush us | flush / naive | read step us (k=1) | staggered mean us | staggered p99 us | p99 / mean |",
+           "| batch | writeback us | flush us | flush / writeback | read step us (k=1) | staggered mean us | staggered p99 us | p99 / mean |",
            "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in sorted({k[4] for k in rows if k[0] == "flush_and_read" and k[1] == shape}):
         f = rows[("flush_and_read", shape, "fp32", "W16", n)]
         s = rows[("staggered", shape, "fp32", "W16", n)]
-        naive = us(rows[("naive", shape, "fp32", "", n)])
-        out.append(f"| {n} | {naive:.1f} | {f['flush_us']:.1f} | {f['flush_us'] / naive:.2f} | {f['read_us']:.1f} | "
+        writeback = us(rows[("writeback", shape, "fp32", "", n)])
+        out.append(f"| {n} | {writeback:.1f} | {f['flush_us']:.1f} | {f['flush_us'] / writeback:.2f} | {f['read_us']:.1f} | "
                    f"{s['mean_us']:.1f} | {s['p99_us']:.1f} | {s['p99_over_mean']:.3f} |")
     return "\n".join(out)
 
@@ -79,15 +81,15 @@ def flush_table(rows, shape):
 def split_table(rows, shape):
     modes = sorted({k[2] for k in rows if k[1] == shape and k[2].startswith("read_")})
     out = [f"\n**{shape}, separate read copy and checkpoint, W=16, stochastic rounding**\n",
-           "| mode | batch | us per step | GB/s (own byte model) | % copy | speedup vs naive FP32 | flush us | read step us (k=1) |",
+           "| mode | batch | us per step | GB/s (own byte model) | % copy | speedup vs writeback FP32 | flush us | read step us (k=1) |",
            "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for mode in modes:
         for n in sorted({k[4] for k in rows if k[2] == mode}):
             r = rows[("replay", shape, mode, "W16", n)]
-            naive = us(rows[("naive", shape, "fp32", "", n)])
+            writeback = us(rows[("writeback", shape, "fp32", "", n)])
             f = rows.get(("flush_and_read", shape, mode, "W16", n))
             alone = f"{f['flush_us']:.1f} | {f['read_us']:.1f}" if f else "- | -"
-            out.append(f"| {mode} | {n} | {us(r):.1f} | {r['GBps']:.0f} | {r['pct_copy_bw']:.1f} | {naive / us(r):.2f} | {alone} |")
+            out.append(f"| {mode} | {n} | {us(r):.1f} | {r['GBps']:.0f} | {r['pct_copy_bw']:.1f} | {writeback / us(r):.2f} | {alone} |")
     return "\n".join(out)
 
 
@@ -111,41 +113,41 @@ def fmt(value, spec):
 
 
 def gdn_step_table(gdn, shape):
-    """Gated DeltaNet, FP32 state: naive against replay in both window modes."""
-    batches = sorted({k[4] for k in gdn if k[0] == "naive" and k[1] == shape and k[2] == "fp32"})
+    """Gated DeltaNet, FP32 state: writeback against replay in both window modes."""
+    batches = sorted({k[4] for k in gdn if k[0] == "writeback" and k[1] == shape and k[2] == "fp32"})
     out = [f"\n**Gated DeltaNet {GDN_SHAPES.get(shape, shape)}: state fp32, W=16, BF16 inputs** "
            "(median us per step; replay = mean over whole windows)\n",
-           "| batch | naive us | naive GB/s | naive % copy | replay us | replay GB/s | replay % copy | speedup | "
+           "| batch | writeback us | writeback GB/s | writeback % copy | replay us | replay GB/s | replay % copy | speedup | "
            "raw-inputs us | raw-inputs % copy | raw-inputs speedup |",
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in batches:
-        naive = gdn[("naive", shape, "fp32", "", n)]
-        cells = [f"{n}", fmt(us(naive), ".1f"), fmt(naive["GBps"], ".0f"), fmt(naive["pct_copy_bw"], ".1f")]
+        writeback = gdn[("writeback", shape, "fp32", "", n)]
+        cells = [f"{n}", fmt(us(writeback), ".1f"), fmt(writeback["GBps"], ".0f"), fmt(writeback["pct_copy_bw"], ".1f")]
         for mode, full in (("corrected_values", True), ("raw_inputs", False)):
             r = gdn.get(("replay", shape, "fp32", mode, n))
             cells.append(fmt(r and us(r), ".1f"))
             if full:
                 cells.append(fmt(r and r["GBps"], ".0f"))
-            cells += [fmt(r and r["pct_copy_bw"], ".1f"), fmt(r and us(naive) / us(r), ".2f")]
+            cells += [fmt(r and r["pct_copy_bw"], ".1f"), fmt(r and us(writeback) / us(r), ".2f")]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
 def gdn_split_table(gdn, shape):
-    """Gated DeltaNet, separate read copy and checkpoint, against naive FP32 and FP32 replay."""
+    """Gated DeltaNet, separate read copy and checkpoint, against writeback FP32 and FP32 replay."""
     states = sorted({k[2] for k in gdn if k[1] == shape and k[2].startswith("read_")})
     out = [f"\n**Gated DeltaNet {GDN_SHAPES.get(shape, shape)}: separate read copy and checkpoint, W=16**\n",
-           "| state | window mode | batch | us per step | GB/s (own byte model) | % copy | speedup vs naive FP32 | "
+           "| state | window mode | batch | us per step | GB/s (own byte model) | % copy | speedup vs writeback FP32 | "
            "speedup vs replay FP32 (same mode) |",
            "|---|---|---:|---:|---:|---:|---:|---:|"]
     for state in states:
         for mode in ("corrected_values", "raw_inputs"):
             for n in sorted({k[4] for k in gdn if k[1] == shape and k[2] == state and k[3] == mode}):
                 r = gdn[("replay", shape, state, mode, n)]
-                naive = gdn.get(("naive", shape, "fp32", "", n))
+                writeback = gdn.get(("writeback", shape, "fp32", "", n))
                 fp32 = gdn.get(("replay", shape, "fp32", mode, n))
                 out.append(f"| {state} | {mode} | {n} | {us(r):.1f} | {r['GBps']:.0f} | {r['pct_copy_bw']:.1f} | "
-                           f"{fmt(naive and us(naive) / us(r), '.2f')} | {fmt(fp32 and us(fp32) / us(r), '.2f')} |")
+                           f"{fmt(writeback and us(writeback) / us(r), '.2f')} | {fmt(fp32 and us(fp32) / us(r), '.2f')} |")
     return "\n".join(out)
 
 
@@ -167,13 +169,13 @@ def plot(rows, path):
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for shape in ("nano", "super"):
         for mode in ("fp32", "bf16"):
-            batches = sorted({k[4] for k in rows if k[:3] == ("naive", shape, mode)})
-            speed = [us(rows[("naive", shape, mode, "", n)]) / us(rows[("replay", shape, mode, "W16", n)]) for n in batches]
+            batches = sorted({k[4] for k in rows if k[:3] == ("writeback", shape, mode)})
+            speed = [us(rows[("writeback", shape, mode, "", n)]) / us(rows[("replay", shape, mode, "W16", n)]) for n in batches]
             ax.plot(batches, speed, marker="o", label=f"{shape}, {mode} state, W=16")
     ax.axhline(1.0, color="gray", lw=0.8)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch (requests)")
-    ax.set_ylabel("replay speedup over naive write-back")
+    ax.set_ylabel("replay speedup over write-back")
     ax.set_title("Mamba-2 decode step on one H200, BF16 inputs")
     ax.legend()
     ax.grid(alpha=0.3)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Builds and runs the decode_loop example: naive write-back and replay decode of a small
+# Builds and runs the decode_loop example: write-back and replay decode of a small
 # Mamba-2 stack in lockstep, with their agreement printed at the end.
 #
 #   bash scripts/run_example.sh [decode_loop options, e.g. --steps 128 --stagger]

@@ -6,8 +6,11 @@
 #
 # On Debian/Ubuntu it first installs what is missing (cmake, g++, make, catch2 v2,
 # libbenchmark-dev) with apt-get. nvcc is optional: when CMake finds it, the CUDA targets
-# are built too, and the GPU tests (CTest label `gpu`) skip themselves without a device.
-# Environment: BUILD_DIR (default `build`, relative to the repository root).
+# are built too, and the GPU tests (CTest label `gpu`) skip themselves without a device;
+# then the host targets are also built and tested once without CUDA (in BUILD_DIR-host),
+# so that the g++-only build cannot break unnoticed.
+# Environment: BUILD_DIR (default `build`, relative to the repository root); CI=true turns
+# warnings into errors (-DREPLAYSSM_WERROR=ON), as CI runs it (`CI=true bash .ci/run`).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -20,14 +23,20 @@ step "dependencies"
 mapfile -t wanted < <(build_tool_packages catch2 libbenchmark-dev)
 install_missing "${wanted[@]}"
 find_nvcc
+have_nvcc=false
 if command -v nvcc >/dev/null 2>&1; then
-  echo "nvcc: $(command -v nvcc) (CUDA targets are built)"
+  have_nvcc=true
+  echo "nvcc: $(command -v nvcc) (CUDA targets are built, then the host targets once more without CUDA)"
 else
   echo "nvcc: not found (host targets only)"
 fi
+# Warnings are errors in CI only: a user's newer compiler must not break their build.
+werror=OFF
+if [ "${CI:-}" = true ]; then werror=ON; fi
+echo "warnings as errors: $werror (CI=${CI:-})"
 
 step "configure ($BUILD_DIR)"
-run cmake -S . -B "$BUILD_DIR" \
+run cmake -S . -B "$BUILD_DIR" -DREPLAYSSM_WERROR="$werror" \
   -DREPLAYSSM_BUILD_TESTS=ON -DREPLAYSSM_BUILD_EXAMPLES=ON -DREPLAYSSM_BUILD_BENCHMARKS=ON "$@"
 
 step "build"
@@ -35,5 +44,26 @@ run cmake --build "$BUILD_DIR" -j "$(nproc)"
 
 step "test"
 run ctest --test-dir "$BUILD_DIR" --output-on-failure
+
+if [ "$have_nvcc" = true ]; then
+  # The g++-only build must not break unnoticed. Of the host targets, only these examples
+  # compile differently without CUDA (nvcc above, g++ here): every other host target was
+  # compiled by g++ above already, with the same flags, so it is not built twice (the host
+  # tests and precision_study alone take over ten CPU-minutes). Their tests are the ones
+  # whose names start with the target's name (decode_loop_example, decode_loop_gdn_example, ...).
+  host_dir="${BUILD_DIR}-host"
+  host_targets=(decode_loop fused_kernel spec_decode)
+  step "configure without CUDA ($host_dir)"
+  run cmake -S . -B "$host_dir" -DREPLAYSSM_WERROR="$werror" \
+    -DREPLAYSSM_BUILD_TESTS=ON -DREPLAYSSM_BUILD_EXAMPLES=ON -DREPLAYSSM_BUILD_BENCHMARKS=OFF "$@" \
+    -DREPLAYSSM_ENABLE_CUDA=OFF
+
+  step "build without CUDA: ${host_targets[*]}"
+  run cmake --build "$host_dir" -j "$(nproc)" --target "${host_targets[@]}"
+
+  step "test without CUDA: ${host_targets[*]}"
+  run ctest --test-dir "$host_dir" --output-on-failure --no-tests=error \
+    -R "^($(IFS='|'; echo "${host_targets[*]}"))"
+fi
 
 step "done: all tests passed"

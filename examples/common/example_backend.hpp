@@ -6,7 +6,7 @@
 
 #include <replayssm/replayssm.hpp>
 #if REPLAYSSM_CUDA_COMPILER
-#include <replayssm/kernels/cuda_decode.cuh>
+#include <replayssm/cuda.cuh>
 #endif
 
 #include <algorithm>
@@ -121,9 +121,9 @@ class backend {
       using state = typename Policy::checkpoint_format;
       using rounding = typename Policy::rounding;
 #if REPLAYSSM_CUDA_COMPILER
-      if (cuda_) return cuda::naive_decode_step<state, rounding>(p).throw_if_error();
+      if (cuda_) return cuda::writeback_decode_step<state, rounding>(p).throw_if_error();
 #endif
-      cpu::naive_decode_step<state, rounding>(p).throw_if_error();
+      cpu::writeback_decode_step<state, rounding>(p).throw_if_error();
     } else {
 #if REPLAYSSM_CUDA_COMPILER
       if (cuda_) return cuda::replay_decode_step<Policy>(p).throw_if_error();

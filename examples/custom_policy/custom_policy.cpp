@@ -52,7 +52,7 @@ struct layer_state {
       using ckpt_view = state_head_view<typename Policy::checkpoint_format>;
       using read_view = state_head_view<typename Policy::read_format>;
       write_head_state<Policy>(
-          serial_executor{}, initial.data() + head * per_head, int32_t(per_head),
+          serial_executor{}, initial.data() + head * per_head, mamba2_shape{shape.head_dim, shape.state_dim},
           ckpt_view::in_pool(data_or_null(checkpoint), data_or_null(checkpoint_scales), head, per_head),
           read_view::in_pool(data_or_null(read_copy), data_or_null(read_copy_scales), head, per_head));
     }
@@ -126,7 +126,7 @@ int main() {
     cpu::replay_decode_step<custom_policy>(p).throw_if_error();
     reference.bind(p);
     p.y = y_reference.data();
-    cpu::naive_decode_step<fp32_format>(p).throw_if_error();
+    cpu::writeback_decode_step<fp32_format>(p).throw_if_error();
     max_err = std::max(max_err, relative_error(y_custom, y_reference));
   }
   std::printf("custom_vs_fp32_max_rel_err=%.3e steps=%d mode=%s\n", max_err, steps, describe<custom_policy>().c_str());

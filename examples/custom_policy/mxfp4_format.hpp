@@ -41,7 +41,7 @@ struct mxfp4_format {
     const uint32_t* words = reinterpret_cast<const uint32_t*>(data_chunk);
     for (int i = 0; i < chunk_elems; ++i) {
       const auto code = replayssm::float_e2m1_t::from_bits(uint8_t((words[i / 8] >> (4 * (i % 8))) & 0xFu));
-      out[i] = replayssm::math::mul(replayssm::Convert<float, replayssm::float_e2m1_t>::apply(code), scale);
+      out[i] = replayssm::math::mul(replayssm::convert<float, replayssm::float_e2m1_t>::apply(code), scale);
     }
   }
 
@@ -67,9 +67,9 @@ struct mxfp4_format {
         const float v = replayssm::math::div(in[i], scale);
         replayssm::float_e2m1_t code;
         if constexpr (Round::is_stochastic) {
-          code = replayssm::Convert<replayssm::float_e2m1_t, float, Round>::apply(v, rbits[i / 4] >> (8 * (i % 4)));
+          code = replayssm::convert<replayssm::float_e2m1_t, float, Round>::apply(v, rbits[i / 4] >> (8 * (i % 4)));
         } else {
-          code = replayssm::Convert<replayssm::float_e2m1_t, float, Round>::apply(v);
+          code = replayssm::convert<replayssm::float_e2m1_t, float, Round>::apply(v);
         }
         words[i / 8] |= uint32_t(code.bits & 0xFu) << (4 * (i % 8));
       }

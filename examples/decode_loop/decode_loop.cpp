@@ -5,7 +5,7 @@
 // shapes) or Gated DeltaNet (`--model qwen3.5-4b-like`). It prints the active mode, tokens/s,
 // modelled bytes per step and memory per request, and ends with the agreement of the two:
 //
-//   replay_vs_naive_max_rel_err=<value> steps=<n> mode=<describe()>
+//   replay_vs_writeback_max_rel_err=<value> steps=<n> mode=<describe()>
 //
 // Runs on the CPU by default; `--device cuda` runs the same steps on the GPU.
 
@@ -28,7 +28,7 @@ using namespace replayssm_example;
 namespace {
 
 using replay_mode = replay_policy<16, fp32_format>;
-using naive_mode = writeback_policy<fp32_format>;
+using writeback_mode = writeback_policy<fp32_format>;
 
 struct options {
   std::string model = "small";
@@ -294,7 +294,7 @@ struct gdn_layers {
     return p;
   }
   /// Encodes the prefill state, [batch][HV][V][K] row-major, into the checkpoint's format and
-  /// chunk layout in host memory (write_gdn_head_state), then copies it where the steps run.
+  /// chunk layout in host memory (write_head_state), then copies it where the steps run.
   template <class Policy>
   void load_state(backend& be, void* checkpoint, const std::vector<float>& values, int batch, size_t bytes) const {
     using format = typename Policy::checkpoint_format;
@@ -303,9 +303,9 @@ struct gdn_layers {
     std::vector<uint8_t> staged(bytes);
     const int64_t per_head = int64_t(shape.value_dim) * shape.key_dim;
     for (int64_t head = 0; head < int64_t(batch) * shape.value_heads; ++head)
-      write_gdn_head_state<Policy>(serial_executor{}, values.data() + head * per_head,
-                                   gdn_shape{shape.value_dim, shape.key_dim},
-                                   state_head_view<format>::in_pool(staged.data(), nullptr, head, per_head),
+      write_head_state<Policy>(serial_executor{}, values.data() + head * per_head,
+                               gdn_shape{shape.value_dim, shape.key_dim},
+                               state_head_view<format>::in_pool(staged.data(), nullptr, head, per_head),
                                    state_head_view<format>{});
     be.copy(checkpoint, staged.data(), bytes);
   }
@@ -391,12 +391,12 @@ double relative_error(const std::vector<float>& a, const std::vector<float>& b, 
 /// Everything a dump writes besides the stacks: the tokens and the outputs of every step.
 struct run_log {
   std::vector<int32_t> tokens;
-  std::vector<float> outputs_naive, outputs_replay;
+  std::vector<float> outputs_writeback, outputs_replay;
 };
 
 /// Writes the inputs, outputs and states of a Mamba-2 run as .npy files into o.dump.
 void dump_mamba2(const options& o, const backend& be, const mamba2_weights& w,
-                 const stack<mamba2_layers, naive_mode>& naive, const stack<mamba2_layers, replay_mode>& replay,
+                 const stack<mamba2_layers, writeback_mode>& writeback, const stack<mamba2_layers, replay_mode>& replay,
                  const run_log& log) {
   const auto& s = o.shape;
   const size_t d = size_t(s.heads) * s.head_dim, gn = size_t(s.groups) * s.state_dim, batch = size_t(o.batch);
@@ -411,21 +411,21 @@ void dump_mamba2(const options& o, const backend& be, const mamba2_weights& w,
   write_npy(dir + "z_table.npy", w.z_table(), {L, size_t(o.vocab), d});
   write_npy(dir + "bc_table.npy", w.bc_table(), {L, size_t(o.vocab), 2, gn});
   write_npy(dir + "dt_table.npy", w.dt_table(), {L, size_t(o.vocab), size_t(s.heads)});
-  std::vector<float> init, final_naive, final_replay;
+  std::vector<float> init, final_writeback, final_replay;
   for (int l = 0; l < o.layers; ++l) {
     const size_t n = batch * size_t(s.state_elements());
     init.insert(init.end(), w.initial_state[size_t(l)].begin(), w.initial_state[size_t(l)].end());
-    const auto fn = be.download(static_cast<const float*>(naive.layers[size_t(l)].checkpoint), n);
+    const auto fn = be.download(static_cast<const float*>(writeback.layers[size_t(l)].checkpoint), n);
     const auto fr = be.download(static_cast<const float*>(replay.layers[size_t(l)].checkpoint), n);
-    final_naive.insert(final_naive.end(), fn.begin(), fn.end());
+    final_writeback.insert(final_writeback.end(), fn.begin(), fn.end());
     final_replay.insert(final_replay.end(), fr.begin(), fr.end());
   }
   const std::vector<size_t> state_shape{L, batch, size_t(s.heads), size_t(s.head_dim), size_t(s.state_dim)};
   write_npy(dir + "initial_state.npy", init, state_shape);
-  write_npy(dir + "final_state_naive.npy", final_naive, state_shape);
+  write_npy(dir + "final_state_writeback.npy", final_writeback, state_shape);
   write_npy(dir + "final_checkpoint_replay.npy", final_replay, state_shape);
   const std::vector<size_t> out_shape{T, L, batch, size_t(s.heads), size_t(s.head_dim)};
-  write_npy(dir + "outputs_naive.npy", log.outputs_naive, out_shape);
+  write_npy(dir + "outputs_writeback.npy", log.outputs_writeback, out_shape);
   write_npy(dir + "outputs_replay.npy", log.outputs_replay, out_shape);
   std::printf("dumped inputs, outputs and states to %s\n", o.dump.c_str());
 }
@@ -437,19 +437,19 @@ int run(const options& o) {
   const size_t d = size_t(m.d_model()), batch = size_t(o.batch);
   std::printf("model: %d %s, batch %d, %d steps, device %s\n", o.layers, m.text().c_str(), o.batch, o.steps,
               o.device.c_str());
-  std::printf("mode: %s (baseline: %s)\n", describe<replay_mode>().c_str(), describe<naive_mode>().c_str());
+  std::printf("mode: %s (baseline: %s)\n", describe<replay_mode>().c_str(), describe<writeback_mode>().c_str());
 
   const typename Layers::weights w(o.seed, m.shape, o.layers, o.vocab, o.batch);
   m.upload(be, w);
   std::vector<int32_t> first_tokens(batch);
   for (size_t b = 0; b < batch; ++b) first_tokens[b] = int32_t((b * 37 + 11) % size_t(o.vocab));
   int32_t* tokens = be.upload(first_tokens);
-  stack<Layers, naive_mode> naive(be, o, m, w, tokens);
+  stack<Layers, writeback_mode> writeback(be, o, m, w, tokens);
   stack<Layers, replay_mode> replay(be, o, m, w, tokens);
 
   const bool dump = !o.dump.empty();
   run_log log;
-  double max_err = 0, naive_seconds = 0, replay_seconds = 0;
+  double max_err = 0, writeback_seconds = 0, replay_seconds = 0;
   using clock = std::chrono::steady_clock;
   for (int t = 0; t < o.steps; ++t) {
     if (dump) {
@@ -457,44 +457,44 @@ int run(const options& o) {
       log.tokens.insert(log.tokens.end(), tk.begin(), tk.end());
     }
     auto t0 = clock::now();
-    naive.step(be, o.batch);
+    writeback.step(be, o.batch);
     be.finish();
     auto t1 = clock::now();
     replay.step(be, o.batch);
     be.finish();
     auto t2 = clock::now();
-    naive_seconds += std::chrono::duration<double>(t1 - t0).count();
+    writeback_seconds += std::chrono::duration<double>(t1 - t0).count();
     replay_seconds += std::chrono::duration<double>(t2 - t1).count();
     // Both stacks consume the tokens the replay stack samples.
     be.for_each_row(replay.view, o.batch, sample_piece{tokens});
     for (int l = 0; l < o.layers; ++l) {
-      const auto yn = be.download(naive.y_per_layer[size_t(l)], batch * d);
+      const auto yn = be.download(writeback.y_per_layer[size_t(l)], batch * d);
       const auto yr = be.download(replay.y_per_layer[size_t(l)], batch * d);
       for (size_t b = 0; b < batch; ++b) {
         const double e = relative_error(yr, yn, b * d, d);
         if (std::isnan(e) || e > max_err) max_err = e;  // a NaN must not hide behind max
       }
       if (dump) {
-        log.outputs_naive.insert(log.outputs_naive.end(), yn.begin(), yn.end());
+        log.outputs_writeback.insert(log.outputs_writeback.end(), yn.begin(), yn.end());
         log.outputs_replay.insert(log.outputs_replay.end(), yr.begin(), yr.end());
       }
     }
   }
 
   const double tokens_total = double(o.steps) * o.batch;
-  std::printf("tokens/s: naive %.1f, replay %.1f (whole stack, %s)\n", tokens_total / naive_seconds,
+  std::printf("tokens/s: writeback %.1f, replay %.1f (whole stack, %s)\n", tokens_total / writeback_seconds,
               tokens_total / replay_seconds, o.device.c_str());
-  const double bn = m.template bytes_per_step<naive_mode>(o.batch) * o.layers;
+  const double bn = m.template bytes_per_step<writeback_mode>(o.batch) * o.layers;
   const double br = m.template bytes_per_step<replay_mode>(o.batch) * o.layers;
-  std::printf("modelled bytes per step (all layers): naive %.3f MB, replay %.3f MB (%.2fx fewer)\n", bn / 1e6, br / 1e6,
+  std::printf("modelled bytes per step (all layers): writeback %.3f MB, replay %.3f MB (%.2fx fewer)\n", bn / 1e6, br / 1e6,
               bn / br);
   const auto mem = m.template buffers<replay_mode>(1);
   std::printf("memory per request per layer: checkpoint %zu B, read copy %zu B, window %zu B\n", mem.checkpoint_total(),
               mem.read_copy_total(), mem.window_total());
   if constexpr (std::is_same_v<Layers, mamba2_layers>) {
-    if (dump) dump_mamba2(o, be, w, naive, replay, log);
+    if (dump) dump_mamba2(o, be, w, writeback, replay, log);
   }
-  std::printf("replay_vs_naive_max_rel_err=%.3e steps=%d mode=%s\n", max_err, o.steps,
+  std::printf("replay_vs_writeback_max_rel_err=%.3e steps=%d mode=%s\n", max_err, o.steps,
               describe<replay_mode>().c_str());
   // With an fp32 state replay agrees with write-back to float rounding; more is a defect.
   return max_err <= 1e-5 ? 0 : 1;

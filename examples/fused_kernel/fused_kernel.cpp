@@ -12,7 +12,7 @@
 //   fused_vs_readymade_max_rel_err=<value> steps=<n> device=<cpu|cuda>
 #include <replayssm/replayssm.hpp>
 #if REPLAYSSM_CUDA_COMPILER
-#include <replayssm/kernels/cuda_decode.cuh>
+#include <replayssm/cuda.cuh>
 #endif
 
 #include <cmath>
@@ -108,7 +108,7 @@ class runner {
   explicit runner(bool cuda) : cuda_(cuda) {}
 
   /// One fused step over host params `p` (device mirrors when running on the GPU).
-  void fused(const mamba2_params& p, const std::vector<float>& weight, layer& l) {
+  void fused(const mamba2_params& p, const std::vector<float>& weight, [[maybe_unused]] layer& l) {
 #if REPLAYSSM_CUDA_COMPILER
     if (cuda_) return on_device(p, l, [&](const mamba2_params& d) {
       float* w = upload(weight.data(), weight.size() * 4);
@@ -125,7 +125,7 @@ class runner {
   }
 
   /// One ready-made step (the gate inside), then the norm on the host.
-  void ready_made(const mamba2_params& p, const std::vector<float>& weight, layer& l) {
+  void ready_made(const mamba2_params& p, const std::vector<float>& weight, [[maybe_unused]] layer& l) {
 #if REPLAYSSM_CUDA_COMPILER
     if (cuda_) {
       on_device(p, l, [&](const mamba2_params& d) { cuda::replay_decode_step<policy>(d).throw_if_error(); });

@@ -399,7 +399,8 @@ struct layer_buffers {
       const ckpt_view ckpt = ckpt_view::in_pool(p.checkpoint, p.checkpoint_scales, h, per_head);
       const read_view read = Policy::shared_state ? read_view{}
                                                   : read_view::in_pool(p.read_copy, p.read_copy_scales, h, per_head);
-      write_head_state<Policy>(serial_executor{}, state.data() + size_t(h) * per_head, per_head, ckpt, read);
+      write_head_state<Policy>(serial_executor{}, state.data() + size_t(h) * per_head, mamba2_shape{s.head_dim, s.state_dim},
+                               ckpt, read);
     }
   }
 };
@@ -663,9 +664,9 @@ gdn_problem make_gdn_problem(const options& o) {
   return pr;
 }
 
-/// One Gated DeltaNet layer's decode buffers for `Policy` and `Mode` (batch 1, slot 0), in
+/// One Gated DeltaNet layer's decode buffers for `Policy` (and its window mode) (batch 1, slot 0), in
 /// host memory.
-template <class Policy, gdn_window Mode>
+template <class Policy>
 struct gdn_layer_buffers {
   using ckpt_view = state_head_view<typename Policy::checkpoint_format>;
   using read_view = state_head_view<typename Policy::read_format>;
@@ -680,7 +681,7 @@ struct gdn_layer_buffers {
   /// Allocates the buffers, binds them to `p` (shape and act_dtype set) and loads `state`
   /// ([HV][V][K]) into them.
   gdn_layer_buffers(gdn_params& p, gdn_layer_shape s, const std::vector<float>& state) {
-    const gdn_buffer_sizes sizes = gdn_buffers<Policy, Mode>(s, 1, p.act_dtype);
+    const gdn_buffer_sizes sizes = gdn_buffers<Policy>(s, 1, p.act_dtype);
     p.num_slots = 1;
     p.checkpoint = plane(checkpoint, sizes.checkpoint);
     p.checkpoint_scales = plane(checkpoint_scales, sizes.checkpoint_scales);
@@ -696,8 +697,8 @@ struct gdn_layer_buffers {
     const size_t per_head = size_t(s.value_dim) * s.key_dim;
     for (int h = 0; h < s.value_heads; ++h) {
       const read_view read = Policy::shared_state ? read_view{} : read_copy_of(p, h);
-      write_gdn_head_state<Policy>(serial_executor{}, state.data() + h * per_head, {s.value_dim, s.key_dim},
-                                   checkpoint_of(p, h), read);
+      write_head_state<Policy>(serial_executor{}, state.data() + h * per_head, gdn_shape{s.value_dim, s.key_dim},
+                               checkpoint_of(p, h), read);
     }
   }
 
@@ -706,8 +707,8 @@ struct gdn_layer_buffers {
     const size_t per_head = size_t(p.value_dim) * p.key_dim;
     std::vector<float> values(per_head * size_t(p.heads));
     for (int h = 0; h < p.heads; ++h)
-      read_gdn_head_state(serial_executor{}, checkpoint_of(p, h), {p.value_dim, p.key_dim},
-                          values.data() + h * per_head);
+      read_head_state(serial_executor{}, checkpoint_of(p, h), gdn_shape{p.value_dim, p.key_dim},
+                      values.data() + h * per_head);
     return values;
   }
 
@@ -721,17 +722,17 @@ struct gdn_layer_buffers {
   }
 };
 
-/// Runs the whole sequence under `Policy` and `Mode` with activations of type `Act` (the
+/// Runs the whole sequence under `Policy` (and its window mode) with activations of type `Act` (the
 /// bf16 inputs widened to f32, or as they are), and fills `e`'s output errors at the marks
 /// and checkpoint errors at the marks.
-template <class Policy, gdn_window Mode, class Act>
+template <class Policy, class Act>
 void run_gdn_policy(study_entry& e, const gdn_problem& pr, const reference_run& ref, const std::vector<int>& marks) {
   const auto& s = pr.shape;
   gdn_params p = contiguous_gdn_params(s, 1, activation_traits<Act>::tag);
   p.A_log = pr.A_log.data();
   p.dt_bias = pr.dt_bias.data();
   p.seed = 0x5EEDull;
-  gdn_layer_buffers<Policy, Mode> buffers(p, s, pr.initial_state);
+  gdn_layer_buffers<Policy> buffers(p, s, pr.initial_state);
   std::vector<Act> q(pr.qk_size()), k(pr.qk_size()), v(pr.v_size()), a(size_t(s.value_heads)),
       b(size_t(s.value_heads)), o(pr.v_size());
   p.q = q.data();
@@ -751,7 +752,7 @@ void run_gdn_policy(study_entry& e, const gdn_problem& pr, const reference_run& 
     load(v, pr.v);
     load(a, pr.a);
     load(b, pr.b);
-    cpu::gdn_decode_step<Policy, Mode>(p).throw_if_error();
+    cpu::gdn_decode_step<Policy>(p).throw_if_error();
     for (size_t i = 0; i < y.size(); ++i) y[i] = to_float(o[i]);
     tracker.add(t, y.data(), ref.outputs.data() + size_t(t) * pr.v_size());
     const size_t mark = e.checkpoint_errors.size();
@@ -766,22 +767,22 @@ void run_gdn_policy(study_entry& e, const gdn_problem& pr, const reference_run& 
   e.errors = tracker.intervals();
 }
 
-/// A Gated DeltaNet entry: `pr`'s sequence under `Policy` and `Mode`. Memory with bf16
+/// A Gated DeltaNet entry: `pr`'s sequence under `Policy` (and its window mode). Memory with bf16
 /// activations (the layer's), which only the raw_inputs window's v depends on.
-template <class Policy, gdn_window Mode>
+template <class Policy>
 study_entry make_gdn_entry(const gdn_problem& pr, const reference_run& ref, const std::vector<int>& marks,
                            bool bf16_act) {
   study_entry e = policy_entry<Policy>();
-  e.window_mode = Policy::is_writeback ? "none" : Mode == gdn_window::raw_inputs ? "raw_inputs" : "corrected_values";
+  e.window_mode = Policy::is_writeback ? "none" : keeps_raw_inputs<Policy> ? "raw_inputs" : "corrected_values";
   if (!Policy::is_writeback) e.description += " window=" + e.window_mode;
-  const gdn_buffer_sizes memory = gdn_buffers<Policy, Mode>(pr.shape, 1, dtype::bf16);
+  const gdn_buffer_sizes memory = gdn_buffers<Policy>(pr.shape, 1, dtype::bf16);
   e.checkpoint_bytes = memory.checkpoint_total();
   e.read_copy_bytes = memory.read_copy_total();
   e.window_bytes = memory.window_total();
   if (bf16_act)
-    e.run = [&pr, &ref, &marks](study_entry& self) { run_gdn_policy<Policy, Mode, bfloat16_t>(self, pr, ref, marks); };
+    e.run = [&pr, &ref, &marks](study_entry& self) { run_gdn_policy<Policy, bfloat16_t>(self, pr, ref, marks); };
   else
-    e.run = [&pr, &ref, &marks](study_entry& self) { run_gdn_policy<Policy, Mode, float>(self, pr, ref, marks); };
+    e.run = [&pr, &ref, &marks](study_entry& self) { run_gdn_policy<Policy, float>(self, pr, ref, marks); };
   return e;
 }
 
@@ -789,9 +790,9 @@ study_entry make_gdn_entry(const gdn_problem& pr, const reference_run& ref, cons
 template <class Policy>
 void add_gdn_entries(std::vector<study_entry>& entries, const gdn_problem& pr, const reference_run& ref,
                      const std::vector<int>& marks, bool bf16_act) {
-  entries.push_back(make_gdn_entry<Policy, gdn_window::corrected_values>(pr, ref, marks, bf16_act));
+  entries.push_back(make_gdn_entry<gdn_policy<Policy, gdn_window::corrected_values>>(pr, ref, marks, bf16_act));
   if constexpr (!Policy::is_writeback)
-    entries.push_back(make_gdn_entry<Policy, gdn_window::raw_inputs>(pr, ref, marks, bf16_act));
+    entries.push_back(make_gdn_entry<gdn_policy<Policy, gdn_window::raw_inputs>>(pr, ref, marks, bf16_act));
 }
 
 template <class... Policies>

@@ -324,8 +324,8 @@ int run(const options& o) {
   std::printf("draft memory (all layers): snapshots avoided %zu B, extra window ring %zu B (%d entries per slot)\n",
               snapshots, ring, T);
   const auto cursors = be.download(spec.layers[0].cursors, batch * size_t(s.heads));
-  uint32_t fewest = cursors[0].flushes;
-  for (size_t b = 0; b < batch; ++b) fewest = std::min(fewest, cursors[b * size_t(s.heads)].flushes);
+  uint32_t fewest = cursors[0].flush_count;
+  for (size_t b = 0; b < batch; ++b) fewest = std::min(fewest, cursors[b * size_t(s.heads)].flush_count);
   std::printf("window flushes (layer 0): at least %u per request during the run\n", fewest);
   std::printf("spec_vs_sequential_max_rel_err=%.3e rounds=%d mean_accepted=%.3f snapshot_bytes_avoided=%zu\n", max_err,
               o.rounds, mean_accepted, snapshots);

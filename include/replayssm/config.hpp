@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file config.hpp
-/// Layer 1: host/device qualifiers and capability macros, defined in one place.
+/// Host/device qualifiers and capability macros, defined in one place.
 #pragma once
 
 #include <cstdint>
@@ -8,12 +8,9 @@
 #if defined(__CUDACC__) || defined(__HIPCC__)
 /// Qualifier for every function usable on host and device.
 #define REPLAYSSM_HOST_DEVICE __forceinline__ __host__ __device__
-/// Qualifier for device-only helpers.
-#define REPLAYSSM_DEVICE __forceinline__ __device__
 #define REPLAYSSM_CUDA_COMPILER 1
 #else
 #define REPLAYSSM_HOST_DEVICE inline
-#define REPLAYSSM_DEVICE inline
 #define REPLAYSSM_CUDA_COMPILER 0
 #endif
 

@@ -1,15 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// Runs a step on the device over the host harness's buffers: uploads inputs and state,
-// launches, downloads outputs and state, and turns device error flags into a status.
+// Runs a step on the device over a host harness's buffers, for any recurrence: uploads inputs
+// and state, launches, downloads what the step may write, and turns device error flags into
+// a status. Each recurrence's device_runner.cuh (mamba2/, gated_deltanet/) specializes
+// device_recurrence for its params. Also the device runners and checks the recurrences'
+// GPU tests share.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>
 
-#include <replayssm/kernels/cuda_decode.cuh>
+#include <replayssm/cuda.cuh>
 
-#include "../support/mamba2_spec_scenario.hpp"
+#include <algorithm>
+#include <cstring>
+#include <list>
+#include <random>
+#include <vector>
+
+#include "../support/spec_round.hpp"
 
 namespace replayssm_test {
 
@@ -32,7 +41,8 @@ class device_copy {
   }
   /// Copies the device contents back over the host range.
   void download() const {
-    if (device_ != nullptr) REPLAYSSM_CUDA_CHECK(cudaMemcpy(const_cast<void*>(host_), device_, bytes_, cudaMemcpyDeviceToHost));
+    if (device_ != nullptr)
+      REPLAYSSM_CUDA_CHECK(cudaMemcpy(const_cast<void*>(host_), device_, bytes_, cudaMemcpyDeviceToHost));
   }
 
  private:
@@ -41,68 +51,168 @@ class device_copy {
   void* device_ = nullptr;
 };
 
-/// Runs `launch(p)` with device mirrors of every buffer the host params `hp` over `st` name,
+/// The device copies of a step's host buffers: `upload` copies a range to the device,
+/// `mirror` also copies it back on `download`; both return the device pointer.
+class device_mirror {
+ public:
+  template <class T>
+  T* upload(T* host, size_t bytes) {
+    return copies_.emplace_back(host, bytes).template get<T>();
+  }
+  template <class T>
+  T* mirror(T* host, size_t bytes) {
+    T* device = upload(host, bytes);
+    written_.push_back(&copies_.back());
+    return device;
+  }
+  void download() const {
+    for (const device_copy* copy : written_) copy->download();
+  }
+
+ private:
+  std::list<device_copy> copies_;  // a device_copy neither copies nor moves
+  std::vector<const device_copy*> written_;
+};
+
+/// A recurrence's device side, specialized for its params: `mirror(m, p, st)` points the
+/// activations, weights and window buffers of `p` over the host state `st` at device
+/// copies; `decode<Policy, Threads>(p)` launches its decode step.
+template <class Params>
+struct device_recurrence;
+
+/// Runs `launch(p)` with device copies of every buffer the host params `hp` over `st` name,
 /// then downloads what a step may write (outputs, state, window, cursors, slot tables) and
 /// turns the device error flags into a status.
-template <class Policy, class Act, class Launch>
-status device_run(const mamba2_params& hp, host_layer_state<Policy, Act>& st, Launch&& launch) {
-  const auto& s = st.shape;
-  const size_t a = sizeof(Act), batch = size_t(hp.batch), rows = batch * size_t(hp.tokens), i32 = sizeof(int32_t);
-  device_copy x(hp.x, rows * hp.x_batch_stride * a), z(hp.z, rows * hp.z_batch_stride * a),
-      y(hp.y, rows * hp.y_batch_stride * a), dt(hp.dt, rows * hp.dt_batch_stride * a),
-      B(hp.B, rows * hp.B_batch_stride * a), C(hp.C, rows * hp.C_batch_stride * a),
-      A(hp.A, s.heads * sizeof(float)), D(hp.D, s.heads * sizeof(float)), bias(hp.dt_bias, s.heads * sizeof(float)),
-      slots(hp.slot_indices, batch * i32), phase(hp.flush_phase, st.phase.size() * i32),
-      counts(hp.token_counts, batch * i32), accepted(hp.accepted_counts, batch * i32),
-      snapshots(hp.snapshot_slots, rows * i32), ckpt(hp.checkpoint, st.sizes.checkpoint),
-      ckpt_s(hp.checkpoint_scales, st.sizes.checkpoint_scales), read(hp.read_copy, st.sizes.read_copy),
-      read_s(hp.read_copy_scales, st.sizes.read_copy_scales), wx(hp.window_x, st.sizes.window_x),
-      wB(hp.window_B, st.sizes.window_B), wdt(hp.window_dt, st.sizes.window_dt), cursors(hp.cursors, st.sizes.cursors);
+template <class State, class Launch>
+status device_run(const typename State::params& hp, State& st, Launch&& launch) {
+  const size_t batch = size_t(hp.batch), rows = batch * size_t(hp.tokens), i32 = sizeof(int32_t);
+  device_mirror m;
+  typename State::params p = hp;
+  device_recurrence<typename State::params>::mirror(m, p, st);
+  p.slot_indices = m.mirror(hp.slot_indices, batch * i32);
+  p.flush_phase = m.upload(hp.flush_phase, st.phase.size() * i32);
+  p.token_counts = m.upload(hp.token_counts, batch * i32);
+  p.accepted_counts = m.upload(hp.accepted_counts, batch * i32);
+  p.snapshot_slots = m.mirror(hp.snapshot_slots, rows * i32);
+  p.checkpoint = m.mirror(hp.checkpoint, st.sizes.checkpoint);
+  p.checkpoint_scales = m.mirror(hp.checkpoint_scales, st.sizes.checkpoint_scales);
+  p.read_copy = m.mirror(hp.read_copy, st.sizes.read_copy);
+  p.read_copy_scales = m.mirror(hp.read_copy_scales, st.sizes.read_copy_scales);
+  p.cursors = m.mirror(hp.cursors, st.sizes.cursors);
   const uint32_t no_errors = 0;
   device_copy flags(&no_errors, sizeof no_errors);
-  mamba2_params p = hp;
-  p.x = x.get<void>(); p.z = z.get<void>(); p.y = y.get<void>(); p.dt = dt.get<void>();
-  p.B = B.get<void>(); p.C = C.get<void>(); p.A = A.get<float>(); p.D = D.get<float>();
-  p.dt_bias = bias.get<float>(); p.slot_indices = slots.get<int32_t>(); p.flush_phase = phase.get<int32_t>();
-  p.token_counts = counts.get<int32_t>(); p.accepted_counts = accepted.get<int32_t>();
-  p.snapshot_slots = snapshots.get<int32_t>();
-  p.checkpoint = ckpt.get<void>(); p.checkpoint_scales = ckpt_s.get<void>();
-  p.read_copy = read.get<void>(); p.read_copy_scales = read_s.get<void>();
-  p.window_x = wx.get<void>(); p.window_B = wB.get<void>(); p.window_dt = wdt.get<float>();
-  p.cursors = cursors.get<replay_cursor>(); p.error_flags = flags.get<uint32_t>();
+  p.error_flags = flags.get<uint32_t>();
   status launched = launch(p);
   if (!launched) return launched;
   REPLAYSSM_CUDA_CHECK(cudaDeviceSynchronize());
-  for (const device_copy* out : {&y, &ckpt, &ckpt_s, &read, &read_s, &wx, &wB, &wdt, &cursors, &slots, &snapshots})
-    out->download();
+  m.download();
   return cuda::take_step_errors(p.error_flags);
 }
 
-/// One decode step of `Policy` on the device, in blocks of `Threads` threads.
-template <class Policy, class Act, int Threads = cuda::decode_block_threads>
-status device_step(const mamba2_params& hp, host_layer_state<Policy, Act>& st) {
-  return device_run(hp, st, [](const mamba2_params& p) { return cuda::mamba2_decode_step<Policy, Threads>(p); });
+/// The device decode runner of a host state's policy, in blocks of `Threads` threads.
+template <class State, int Threads = cuda::decode_block_threads>
+step_runner<State> device_decode() {
+  using params = typename State::params;
+  return [](const params& hp, State& st) {
+    return device_run(hp, st, [](const params& p) {
+      return device_recurrence<params>::template decode<typename State::policy, Threads>(p);
+    });
+  };
 }
 
 /// The device runners of a speculative scenario.
-template <class Policy, class Act>
-spec_runners<Policy, Act> device_spec_runners() {
+template <class R, class Policy, class Act>
+spec_runners<R, Policy, Act> device_spec_runners() {
   using format = typename Policy::checkpoint_format;
-  using snapshot_state = host_layer_state<writeback_policy<format>, Act>;
-  return {[](const mamba2_params& hp, host_layer_state<Policy, Act>& st) {
-            return device_run(hp, st, [](const mamba2_params& p) { return cuda::replay_verify_step<Policy>(p); });
+  using params = typename spec_runners<R, Policy, Act>::replay_state::params;
+  return {[](const params& hp, auto& st) {
+            return device_run(hp, st, [](const params& p) { return cuda::replay_verify_step<Policy>(p); });
           },
-          [](const mamba2_params& hp, host_layer_state<Policy, Act>& st) {
-            return device_run(hp, st, [](const mamba2_params& p) { return cuda::commit_drafts(p); });
+          [](const params& hp, auto& st) {
+            return device_run(hp, st, [](const params& p) { return cuda::commit_drafts(p); });
           },
-          [](const mamba2_params& hp, snapshot_state& st) {
-            return device_run(hp, st, [](const mamba2_params& p) { return cuda::snapshot_verify_step<format>(p); });
+          [](const params& hp, auto& st) {
+            return device_run(hp, st, [](const params& p) { return cuda::snapshot_verify_step<format>(p); });
           },
-          [](const mamba2_params& hp, snapshot_state& st) {
-            return device_run(hp, st, [](const mamba2_params& p) {
-              return cuda::snapshot_commit(p, const_cast<int32_t*>(p.slot_indices), const_cast<int32_t*>(p.snapshot_slots));
+          [](const params& hp, auto& st) {
+            return device_run(hp, st, [](const params& p) {
+              return cuda::snapshot_commit(p, const_cast<int32_t*>(p.slot_indices),
+                                           const_cast<int32_t*>(p.snapshot_slots));
             });
           }};
+}
+
+/// run_spec_scenario on the device, by default within the activation's output tolerance and
+/// fp32 accuracy of the state.
+template <class R, class Policy, class Act>
+spec_result gpu_spec(const typename R::case_type& c, int tokens, int rounds,
+                     tolerances tol = {output_tolerance<Act>(), 1e-5}) {
+  return run_spec_scenario(c, tokens, rounds, tol, device_spec_runners<R, Policy, Act>());
+}
+
+/// Runs `steps` decode steps of Policy on the CPU and on the GPU (blocks of `Threads`) from
+/// the same state and inputs and requires identical bytes of the outputs and of a request's
+/// checkpoint: the same primitives, the same order.
+template <class R, class Policy, class Act, int Threads = cuda::decode_block_threads>
+void require_bit_identical(const typename R::case_type& c, int steps) {
+  using state = typename R::template state<Policy, Act>;
+  std::mt19937_64 rng(c.seed);
+  typename R::template inputs<Act> in(c, rng);
+  state cpu_state(c.shape, c.num_slots), gpu_state(c.shape, c.num_slots);
+  for (int slot = 0; slot < c.num_slots; ++slot) {
+    const auto init = R::random_state(c.shape, rng);
+    cpu_state.set_state(slot, init);
+    gpu_state.set_state(slot, init);
+    cpu_state.phase[size_t(slot)] = gpu_state.phase[size_t(slot)] = slot % Policy::window;
+  }
+  const std::vector<int32_t> slots = request_slots(c);
+  std::vector<Act> out_cpu(size_t(c.batch) * R::outputs(c.shape)), out_gpu(out_cpu.size());
+  const step_runner<state> gpu_decode = device_decode<state, Threads>();
+  for (int t = 0; t < steps; ++t) {
+    in.draw(rng);
+    typename state::params p;
+    in.bind(p, c);
+    p.slot_indices = slots.data();
+    p.seed = c.seed;
+    cpu_state.bind(p, true);
+    R::output(p) = out_cpu.data();
+    REQUIRE(R::template cpu_decode<Policy>(p).ok());
+    gpu_state.bind(p, true);
+    R::output(p) = out_gpu.data();
+    REQUIRE(gpu_decode(p, gpu_state).ok());
+    INFO("step " << t);
+    REQUIRE(std::memcmp(out_cpu.data(), out_gpu.data(), out_cpu.size() * sizeof(Act)) == 0);
+    REQUIRE(cpu_state.checkpoint_values(slots[0]) == gpu_state.checkpoint_values(slots[0]));
+  }
+}
+
+/// A decode step on the device reports a slot outside the pool and a cursor no step could
+/// have left, and skips their requests: their outputs and state stay as they were.
+template <class R, class Policy>
+void require_device_skips_bad_rows(const typename R::case_type& c) {
+  using state = typename R::template state<Policy, float>;
+  std::mt19937_64 rng(c.seed);
+  typename R::template inputs<float> in(c, rng);
+  in.draw(rng);
+  state st(c.shape, c.num_slots);
+  for (int s = 0; s < c.num_slots; ++s) st.set_state(s, R::random_state(c.shape, rng));
+  std::vector<float> out(size_t(c.batch) * R::outputs(c.shape), 7.0f);
+  std::vector<int32_t> slots{5, -1};
+  typename state::params p;
+  in.bind(p, c);
+  st.bind(p, false);
+  R::output(p) = out.data();
+  p.slot_indices = slots.data();
+  const auto before = st.checkpoint_values(0);
+  const step_runner<state> decode = device_decode<state>();
+  status s = decode(p, st);
+  CHECK_THAT(s.message(), Catch::Matchers::Contains("slot index was outside"));
+  CHECK(std::all_of(out.begin(), out.end(), [](float v) { return v == 7.0f; }));
+  slots = {0, -1};
+  st.cursors[1].length = 9;
+  s = decode(p, st);
+  CHECK_THAT(s.message(), Catch::Matchers::Contains("window cursor held a length"));
+  CHECK(st.checkpoint_values(0) == before);
 }
 
 }  // namespace replayssm_test

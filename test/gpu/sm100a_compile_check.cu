@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Compiled for sm_100a only: the hardware stochastic-rounding path (cvt.rs) must build.
-#include <replayssm/kernels/cuda_decode.cuh>
+#include <replayssm/cuda.cuh>
 
 #if defined(__CUDA_ARCH__) && !REPLAYSSM_HAS_HW_STOCHASTIC_ROUNDING
 #error "sm_100a must select the hardware stochastic-rounding path"
@@ -8,8 +8,8 @@
 
 namespace replayssm {
 // A flush with stochastic rounding into every rounded format.
-template __global__ void cuda::mamba2_decode_kernel<writeback_policy<fp16_format, round_stochastic>, float>(mamba2_params);
-template __global__ void cuda::mamba2_decode_kernel<writeback_policy<bf16_format, round_stochastic>, bfloat16_t>(mamba2_params);
-template __global__ void cuda::mamba2_decode_kernel<replay_policy<16, fp8_e4m3_format, fp16_format, round_stochastic>, bfloat16_t>(mamba2_params);
-template __global__ void cuda::mamba2_decode_kernel<replay_policy<16, nvfp4_format, fp16_format, round_stochastic>, bfloat16_t>(mamba2_params);
+template __global__ void cuda::mamba2_decode_kernel<writeback_policy<fp16_format, round_stochastic>, float, cuda::decode_block_threads, step_kind::decode>(mamba2_params);
+template __global__ void cuda::mamba2_decode_kernel<writeback_policy<bf16_format, round_stochastic>, bfloat16_t, cuda::decode_block_threads, step_kind::decode>(mamba2_params);
+template __global__ void cuda::mamba2_decode_kernel<replay_policy<16, fp8_e4m3_format, fp16_format, round_stochastic>, bfloat16_t, cuda::decode_block_threads, step_kind::decode>(mamba2_params);
+template __global__ void cuda::mamba2_decode_kernel<replay_policy<16, nvfp4_format, fp16_format, round_stochastic>, bfloat16_t, cuda::decode_block_threads, step_kind::decode>(mamba2_params);
 }  // namespace replayssm

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "../../examples/custom_policy/mxfp4_format.hpp"
-#include "../support/mamba2_scenario.hpp"
+#include "../support/mamba2/decode_scenario.hpp"
 
 using namespace replayssm;
 using namespace replayssm_test;
@@ -45,12 +45,13 @@ TEST_CASE("the user-defined format round-trips its own grid and bounds its error
   }
 }
 
-TEST_CASE("the user-defined format runs in the ready-made CPU step", "[custom][cpu]") {
+TEST_CASE("the user-defined format runs in the ready-made CPU step", "[custom][mamba2]") {
   // Read copy in MXFP4 (one mantissa bit: 2^-2 per element relative to the block's
   // largest binade), checkpoint in FP32 or FP16: outputs within twice that, the FP32
   // checkpoint exact to float rounding.
   const mamba2_case c{{4, 24, 64, 2}, 3, 5, true, true, 71};
-  cpu_scenario<replay_policy<16, mxfp4_format, fp32_format>, float>(c, 8, true, {0.5, 1e-5});
-  cpu_scenario<replay_policy<16, mxfp4_format, fp32_format, round_stochastic>, float>(c, 8, false, {0.5, 1e-5});
-  cpu_scenario<replay_policy<8, mxfp4_format, fp16_format, round_stochastic>, bfloat16_t>(c, 8, true, {0.5, 4e-3});
+  cpu_mamba2_scenario<replay_policy<16, mxfp4_format, fp32_format>, float>(c, 8, true, {0.5, 1e-5});
+  cpu_mamba2_scenario<replay_policy<16, mxfp4_format, fp32_format, round_stochastic>, float>(c, 8, false, {0.5, 1e-5});
+  cpu_mamba2_scenario<replay_policy<8, mxfp4_format, fp16_format, round_stochastic>, bfloat16_t>(c, 8, true,
+                                                                                                 {0.5, 4e-3});
 }

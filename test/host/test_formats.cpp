@@ -62,7 +62,7 @@ float fp8_scale(const chunk_storage<fp8_e4m3_format>& s) {
 }
 
 float nvfp4_scale(const chunk_storage<nvfp4_format>& s) {
-  return Convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(s.scale[0]));
+  return convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(s.scale[0]));
 }
 
 /// A block of `n` values with magnitudes spread over [2^lo_exp, 2^hi_exp], random signs.
@@ -153,12 +153,12 @@ TEMPLATE_TEST_CASE("16-bit formats store element 2k in the low half of word k", 
       uint16_t stored_nearest, stored_stochastic;
       std::memcpy(&stored_nearest, nearest.data + 2 * i, 2);
       std::memcpy(&stored_stochastic, stochastic.data + 2 * i, 2);
-      CHECK(stored_nearest == Convert<TestType, float>::apply(in[i]).bits);
+      CHECK(stored_nearest == convert<TestType, float>::apply(in[i]).bits);
       const uint32_t field = rbits[i / 2] >> (16 * (i % 2));
       CHECK(stored_stochastic ==
-            Convert<TestType, float, round_stochastic>::apply(in[i], field).bits);
+            convert<TestType, float, round_stochastic>::apply(in[i], field).bits);
       CHECK(bits_of(decode(nearest)[i]) ==
-            bits_of(Convert<float, TestType>::apply(TestType::from_bits(stored_nearest))));
+            bits_of(convert<float, TestType>::apply(TestType::from_bits(stored_nearest))));
     }
   }
 }
@@ -230,7 +230,7 @@ TEST_CASE("fp8 is exact for blocks on its grid", "[formats][fp8]") {
     std::vector<float> in(16);
     for (float& x : in) {
       const uint8_t code = static_cast<uint8_t>(rng() % 0x7F) | ((rng() & 1u) << 7);
-      x = Convert<float, float_e4m3_t>::apply(float_e4m3_t::from_bits(code)) * scale;
+      x = convert<float, float_e4m3_t>::apply(float_e4m3_t::from_bits(code)) * scale;
     }
     in[rng() % 16] = (rng() & 1u) != 0 ? 448.0f * scale : -448.0f * scale;
     const std::vector<uint32_t> rbits = random_bits(rng, 4);
@@ -304,7 +304,7 @@ TEST_CASE("nvfp4 round trips within its stated precision", "[formats][nvfp4]") {
     for (float x : in) amax = std::max(amax, std::fabs(x));
     // s is the smallest ue4m3 value with 6 s >= amax.
     CHECK(6.0f * s >= amax);
-    CHECK(Convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(nearest.scale[0] - 1)) *
+    CHECK(convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(nearest.scale[0] - 1)) *
               6.0f <
           amax);
     const bool normal_scale = s >= std::ldexp(1.0f, -6);
@@ -329,7 +329,7 @@ TEST_CASE("nvfp4 stores element 2i in the low nibble and the scale in one byte",
   CHECK(s.scale[0] == 0x38u);  // ue4m3 1.0
   for (int i = 0; i < 16; ++i) {
     const uint8_t code = (s.data[i / 2] >> (4 * (i % 2))) & 0xFu;
-    CHECK(code == Convert<float_e2m1_t, float>::apply(in[i]).bits);
+    CHECK(code == convert<float_e2m1_t, float>::apply(in[i]).bits);
   }
   const std::vector<float> out = decode(s);
   for (int i = 0; i < 16; ++i) CHECK(bits_of(out[i]) == bits_of(in[i]));
@@ -339,10 +339,10 @@ TEST_CASE("nvfp4 is exact for blocks on its grid", "[formats][nvfp4]") {
   std::mt19937 rng(62u);
   for (int trial = 0; trial < 2000; ++trial) {
     const uint8_t scale_code = static_cast<uint8_t>(1 + rng() % 0x7D);
-    const float scale = Convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(scale_code));
+    const float scale = convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(scale_code));
     std::vector<float> in(16);
     for (float& x : in) {
-      x = Convert<float, float_e2m1_t>::apply(
+      x = convert<float, float_e2m1_t>::apply(
               float_e2m1_t::from_bits(static_cast<uint8_t>(rng() & 0xFu))) *
           scale;
     }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Policies: description text, shared/separate detection, the traffic model.
-#include <replayssm/diagnostics/memory.hpp>
+#include <replayssm/diagnostics/describe.hpp>
+#include <replayssm/gated_deltanet/buffers.hpp>
+#include <replayssm/mamba2/buffers.hpp>
 #include <replayssm/policy/policy.hpp>
 #include <replayssm/policy/traffic.hpp>
 
@@ -12,7 +14,7 @@ TEST_CASE("describe names the active mode", "[policy]") {
   CHECK(describe<replay_policy<16, nvfp4_format, fp16_format, round_stochastic>>() ==
         "replay W=16 read=nvfp4 checkpoint=fp16 rounding=stochastic(philox-10)");
   CHECK(describe<replay_policy<8, fp32_format>>() == "replay W=8 shared=fp32 rounding=nearest-even");
-  CHECK(describe<writeback_policy<bf16_format>>() == "naive write-back state=bf16 rounding=nearest-even");
+  CHECK(describe<writeback_policy<bf16_format>>() == "write-back state=bf16 rounding=nearest-even");
 }
 
 TEST_CASE("shared and write-back modes are derived from the parameters", "[policy]") {
@@ -39,10 +41,10 @@ TEST_CASE("the traffic model follows the bytes each mode moves", "[policy]") {
 
 TEST_CASE("buffer sizes per request per layer", "[policy][memory]") {
   const mamba2_layer_shape nano{96, 80, 128, 8};
-  const auto naive = mamba2_buffers<writeback_policy<fp32_format>>(nano, 1, dtype::bf16);
-  CHECK(naive.checkpoint == size_t(96) * 80 * 128 * 4);
-  CHECK(naive.read_copy_total() == 0);
-  CHECK(naive.window_x == 0);
+  const auto writeback = mamba2_buffers<writeback_policy<fp32_format>>(nano, 1, dtype::bf16);
+  CHECK(writeback.checkpoint == size_t(96) * 80 * 128 * 4);
+  CHECK(writeback.read_copy_total() == 0);
+  CHECK(writeback.window_x == 0);
   const auto split = mamba2_buffers<replay_policy<16, nvfp4_format, fp16_format>>(nano, 1, dtype::bf16);
   CHECK(split.checkpoint == size_t(96) * 80 * 128 * 2);
   CHECK(split.read_copy == size_t(96) * 80 * 128 / 2);

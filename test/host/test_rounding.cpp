@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Convert<>: every code decodes to the value its format defines, round trips, nearest-even
+// convert<>: every code decodes to the value its format defines, round trips, nearest-even
 // encoding against an independent reference, and stochastic rounding's semantics and
 // statistics. The reference works in double from the formats' definitions (IEEE 754 /
 // OCP MX), not from the library's integer code.
@@ -167,7 +167,7 @@ float random_float(std::mt19937& rng, int min_exp, int max_exp) {
 
 template <class T>
 uint32_t encode_nearest(float v) {
-  return Convert<T, float>::apply(v).bits;
+  return convert<T, float>::apply(v).bits;
 }
 
 template <class T>
@@ -205,7 +205,7 @@ template <class T>
 void check_decode_all_codes(const target& t) {
   int mismatches = 0;
   for (uint32_t code = 0; code < t.code_count(); ++code) {
-    const float got = Convert<float, T>::apply(T::from_bits(static_cast<decltype(T::bits)>(code)));
+    const float got = convert<float, T>::apply(T::from_bits(static_cast<decltype(T::bits)>(code)));
     const double want = reference_value(t, code);
     const bool ok = std::isnan(want) ? std::isnan(got)
                                      : (static_cast<double>(got) == want &&
@@ -221,10 +221,10 @@ void check_round_trip_all_codes(const target& t) {
   int mismatches = 0;
   for (uint32_t code = 0; code < t.code_count(); ++code) {
     const float value =
-        Convert<float, T>::apply(T::from_bits(static_cast<decltype(T::bits)>(code)));
-    const T back = Convert<T, float>::apply(value);
+        convert<float, T>::apply(T::from_bits(static_cast<decltype(T::bits)>(code)));
+    const T back = convert<T, float>::apply(value);
     const bool ok =
-        std::isnan(value) ? std::isnan(Convert<float, T>::apply(back)) : back.bits == code;
+        std::isnan(value) ? std::isnan(convert<float, T>::apply(back)) : back.bits == code;
     if (!ok) ++mismatches;
   }
   CHECK(mismatches == 0);
@@ -233,7 +233,7 @@ void check_round_trip_all_codes(const target& t) {
 /// The exact cvt.rs rule on random values and random fields, with garbage above the field.
 template <class T>
 void check_stochastic_rule(const target& t, int min_exp, int max_exp, int count, uint32_t seed) {
-  using C = Convert<T, float, round_stochastic>;
+  using C = convert<T, float, round_stochastic>;
   std::mt19937 rng(seed);
   const uint32_t mask = (1u << C::random_bits) - 1u;
   int mismatches = 0;
@@ -256,7 +256,7 @@ void check_stochastic_rule(const target& t, int min_exp, int max_exp, int count,
 /// Grid values come back unchanged whatever the random bits.
 template <class T>
 void check_stochastic_keeps_grid_values(const target& t, uint32_t seed) {
-  using C = Convert<T, float, round_stochastic>;
+  using C = convert<T, float, round_stochastic>;
   std::mt19937 rng(seed);
   const uint32_t step = t.values.size() > 4096 ? 7u : 1u;
   int mismatches = 0;
@@ -292,7 +292,7 @@ std::vector<uint32_t> philox_words(int count, uint32_t flush) {
 /// lo + step freq, so |mean - v| <= step (5 / (2 sqrt(N)) + 2^-n).
 template <class T, int Width>
 void check_stochastic_statistics(const target& t, uint32_t lo_code, uint32_t flush) {
-  using C = Convert<T, float, round_stochastic>;
+  using C = convert<T, float, round_stochastic>;
   constexpr int draws = 100000;
   const std::vector<uint32_t> words = philox_words(draws, flush);
   const double lo = t.values[lo_code];
@@ -311,7 +311,7 @@ void check_stochastic_statistics(const target& t, uint32_t lo_code, uint32_t flu
             (C::apply_packed(in, word) >> (position * Width)) & ((1u << Width) - 1u);
         ups += code == lo_code + 1 ? 1 : 0;
         sum += static_cast<double>(
-            Convert<float, T>::apply(T::from_bits(static_cast<decltype(T::bits)>(code))));
+            convert<float, T>::apply(T::from_bits(static_cast<decltype(T::bits)>(code))));
       }
       const double freq = static_cast<double>(ups) / draws;
       const double mean = sum / draws;
@@ -326,35 +326,35 @@ void check_stochastic_statistics(const target& t, uint32_t lo_code, uint32_t flu
 
 // ---- decode ----------------------------------------------------------------------------------
 
-TEST_CASE("every E4M3 code decodes to its OCP value", "[convert][decode]") {
+TEST_CASE("every E4M3 code decodes to its OCP value", "[convert][codes]") {
   check_decode_all_codes<float_e4m3_t>(e4m3_target());
-  CHECK(Convert<float, float_e4m3_t>::apply(float_e4m3_t::from_bits(0x7E)) == 448.0f);
-  CHECK(Convert<float, float_e4m3_t>::apply(float_e4m3_t::from_bits(0x01)) == std::ldexp(1.0f, -9));
-  CHECK(std::isnan(Convert<float, float_e4m3_t>::apply(float_e4m3_t::from_bits(0xFF))));
+  CHECK(convert<float, float_e4m3_t>::apply(float_e4m3_t::from_bits(0x7E)) == 448.0f);
+  CHECK(convert<float, float_e4m3_t>::apply(float_e4m3_t::from_bits(0x01)) == std::ldexp(1.0f, -9));
+  CHECK(std::isnan(convert<float, float_e4m3_t>::apply(float_e4m3_t::from_bits(0xFF))));
 }
 
-TEST_CASE("every E2M1 code decodes to its OCP value", "[convert][decode]") {
+TEST_CASE("every E2M1 code decodes to its OCP value", "[convert][codes]") {
   check_decode_all_codes<float_e2m1_t>(e2m1_target());
   const float magnitudes[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
   for (uint8_t code = 0; code < 16; ++code) {
     const float want = (code & 8u) != 0 ? -magnitudes[code & 7u] : magnitudes[code & 7u];
-    CHECK(Convert<float, float_e2m1_t>::apply(float_e2m1_t::from_bits(code)) == want);
+    CHECK(convert<float, float_e2m1_t>::apply(float_e2m1_t::from_bits(code)) == want);
     // The high nibble is ignored.
-    CHECK(Convert<float, float_e2m1_t>::apply(float_e2m1_t::from_bits(code | 0xA0u)) == want);
+    CHECK(convert<float, float_e2m1_t>::apply(float_e2m1_t::from_bits(code | 0xA0u)) == want);
   }
 }
 
-TEST_CASE("every UE4M3 code decodes to its value; bit 7 is ignored", "[convert][decode]") {
+TEST_CASE("every UE4M3 code decodes to its value; bit 7 is ignored", "[convert][codes]") {
   check_decode_all_codes<float_ue4m3_t>(ue4m3_target());
   for (uint32_t code = 0; code < 128; ++code) {
-    const float low = Convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(uint8_t(code)));
+    const float low = convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(uint8_t(code)));
     const float high =
-        Convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(uint8_t(code | 0x80u)));
+        convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(uint8_t(code | 0x80u)));
     CHECK((low == high || (std::isnan(low) && std::isnan(high))));
   }
 }
 
-TEST_CASE("every FP16 and BF16 code decodes to its IEEE value", "[convert][decode]") {
+TEST_CASE("every FP16 and BF16 code decodes to its IEEE value", "[convert][codes]") {
   check_decode_all_codes<half_t>(fp16_target());
   check_decode_all_codes<bfloat16_t>(bf16_target());
 }
@@ -485,7 +485,7 @@ TEST_CASE("stochastic rounding follows the cvt.rs carry rule exactly", "[convert
 TEST_CASE("stochastic rounding: the field sits just below the kept bits", "[convert][stochastic]") {
   // v exactly halfway between two grid values: the top field bit alone decides.
   SECTION("fp16, normal and subnormal") {
-    using C = Convert<half_t, float, round_stochastic>;
+    using C = convert<half_t, float, round_stochastic>;
     CHECK(C::apply(1.0f + std::ldexp(1.0f, -11), 0x1000u).bits == 0x3C01u);
     CHECK(C::apply(1.0f + std::ldexp(1.0f, -11), 0x0FFFu).bits == 0x3C00u);
     CHECK(C::apply(std::ldexp(3.0f, -25), 0x1000u).bits == 0x0002u);
@@ -495,20 +495,20 @@ TEST_CASE("stochastic rounding: the field sits just below the kept bits", "[conv
           0x3C00u);  // bits 31..13 ignored
   }
   SECTION("bf16") {
-    using C = Convert<bfloat16_t, float, round_stochastic>;
+    using C = convert<bfloat16_t, float, round_stochastic>;
     CHECK(C::apply(1.0f + std::ldexp(1.0f, -8), 0x8000u).bits == 0x3F81u);
     CHECK(C::apply(1.0f + std::ldexp(1.0f, -8), 0x7FFFu).bits == 0x3F80u);
     CHECK(C::apply(float_from_bits(0x00018000u), 0x8000u).bits == 0x0002u);
   }
   SECTION("e4m3, normal and subnormal") {
-    using C = Convert<float_e4m3_t, float, round_stochastic>;
+    using C = convert<float_e4m3_t, float, round_stochastic>;
     CHECK(C::apply(1.0f + std::ldexp(1.0f, -4), 0x8000u).bits == 0x39u);
     CHECK(C::apply(1.0f + std::ldexp(1.0f, -4), 0x7FFFu).bits == 0x38u);
     CHECK(C::apply(std::ldexp(3.0f, -10), 0x8000u).bits == 0x02u);
     CHECK(C::apply(std::ldexp(3.0f, -10), 0x7FFFu).bits == 0x01u);
   }
   SECTION("e2m1") {
-    using C = Convert<float_e2m1_t, float, round_stochastic>;
+    using C = convert<float_e2m1_t, float, round_stochastic>;
     CHECK(C::apply(1.25f, 0x80u).bits == 0x3u);
     CHECK(C::apply(1.25f, 0x7Fu).bits == 0x2u);
     CHECK(C::apply(0.25f, 0x80u).bits == 0x1u);
@@ -520,10 +520,10 @@ TEST_CASE("stochastic rounding: the field sits just below the kept bits", "[conv
 TEST_CASE("stochastic rounding: saturation, overflow, infinities, NaN", "[convert][stochastic]") {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  using H = Convert<half_t, float, round_stochastic>;
-  using B = Convert<bfloat16_t, float, round_stochastic>;
-  using E = Convert<float_e4m3_t, float, round_stochastic>;
-  using F = Convert<float_e2m1_t, float, round_stochastic>;
+  using H = convert<half_t, float, round_stochastic>;
+  using B = convert<bfloat16_t, float, round_stochastic>;
+  using E = convert<float_e4m3_t, float, round_stochastic>;
+  using F = convert<float_e2m1_t, float, round_stochastic>;
   // fp16 / bf16 have no .satfinite: past the largest value, the carry reaches infinity.
   CHECK(H::apply(65519.0f, 0u).bits == 0x7BFFu);
   CHECK(H::apply(65519.0f, 0x1FFFu).bits == 0x7C00u);
@@ -558,10 +558,10 @@ TEST_CASE("stochastic rounding leaves grid values unchanged", "[convert][stochas
 
 TEST_CASE("packed stochastic groups use the cvt.rs field layout", "[convert][stochastic]") {
   const uint32_t word = 0x12345678u;
-  using H = Convert<half_t, float, round_stochastic>;
-  using B = Convert<bfloat16_t, float, round_stochastic>;
-  using E = Convert<float_e4m3_t, float, round_stochastic>;
-  using F = Convert<float_e2m1_t, float, round_stochastic>;
+  using H = convert<half_t, float, round_stochastic>;
+  using B = convert<bfloat16_t, float, round_stochastic>;
+  using E = convert<float_e4m3_t, float, round_stochastic>;
+  using F = convert<float_e2m1_t, float, round_stochastic>;
   CHECK(H::random_field(0, word) == 0x1678u);
   CHECK(H::random_field(1, word) == 0x1234u);
   CHECK(B::random_field(0, word) == 0x5678u);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file activation.hpp
-/// Layer 2: activation element types (the dtypes of step inputs and outputs).
+/// Activation element types (the dtypes of step inputs and outputs).
 #pragma once
 
 #include <cstdint>
@@ -42,8 +42,8 @@ struct activation_traits<bfloat16_t> {
 
 /// Widens an activation to float (exact).
 REPLAYSSM_HOST_DEVICE float to_float(float v) { return v; }
-REPLAYSSM_HOST_DEVICE float to_float(half_t v) { return Convert<float, half_t>::apply(v); }
-REPLAYSSM_HOST_DEVICE float to_float(bfloat16_t v) { return Convert<float, bfloat16_t>::apply(v); }
+REPLAYSSM_HOST_DEVICE float to_float(half_t v) { return convert<float, half_t>::apply(v); }
+REPLAYSSM_HOST_DEVICE float to_float(bfloat16_t v) { return convert<float, bfloat16_t>::apply(v); }
 
 /// Narrows a float to an activation type, rounding to nearest even.
 template <class Act>
@@ -51,7 +51,7 @@ REPLAYSSM_HOST_DEVICE Act from_float(float v) {
   if constexpr (activation_traits<Act>::tag == dtype::f32) {
     return v;
   } else {
-    return Convert<Act, float>::apply(v);
+    return convert<Act, float>::apply(v);
   }
 }
 

@@ -1,54 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file convert.hpp
-/// Layer 2: conversions between fp32 and the narrow formats of numeric/types.hpp, as one
-/// struct template `Convert<To, From, Round>` with a static `apply`.
-///
-/// - Decode (`Convert<float, X>`, any `Round`): exact. NaN codes give a quiet fp32 NaN.
-/// - Encode, nearest even (`Convert<X, float>`): IEEE round-to-nearest-even, subnormals
-///   included, done in integer arithmetic so that host and device agree bit for bit.
-///   half_t and bfloat16_t overflow to infinity. float_e4m3_t, float_ue4m3_t and
-///   float_e2m1_t are *satfinite* like PTX `cvt.rn.satfinite`: overflow and infinities
-///   clamp to the largest finite magnitude with the sign kept.
-///   NaN: half_t / bfloat16_t -> 0x7FFF (the canonical NaN CUDA's conversions produce),
-///   float_e4m3_t -> 0x7F, float_ue4m3_t -> 0x7F, float_e2m1_t (which has no NaN) -> +6
-///   (code 0x7, as CUDA's `__nv_cvt_float_to_fp4` documents).
-///   float_ue4m3_t has no sign: negative inputs, -0 and -inf included, give 0.
-///
-/// ## Stochastic rounding (`Round = round_stochastic`): the semantics of PTX `cvt.rs`
-///
-/// Let lo <= |v| < lo + step be the two grid values of the target around |v| (subnormal
-/// steps included) and f = (|v| - lo) / step in [0, 1). With n random bits R, the result
-/// has magnitude lo + step when floor(f * 2^n) + R >= 2^n, else lo, and v's sign: R is
-/// added to the top n of the discarded mantissa bits and the carry out rounds up; lower
-/// discarded bits are truncated. So P(up) = floor(f * 2^n) / 2^n (bias below 2^-n steps,
-/// toward zero), and a value on the grid comes back unchanged whatever R.
-/// Past the largest finite value: half_t / bfloat16_t round up to infinity (no
-/// `.satfinite`), float_e4m3_t / float_e2m1_t clamp to the largest finite value
-/// (`.satfinite` is mandatory there). Infinities: as for nearest even. NaN: as for nearest
-/// even, except float_e4m3_t keeps the sign (S.1111.111), as `cvt.rs` does.
-///
-/// Random bits per element, and where they sit in the 32-bit word `rbits` (other bits are
-/// ignored). `apply(v, rbits)` reads the field of element 0; `apply_packed(in, word)`
-/// converts a group of `elems_per_word` consecutive elements from one word, element 0 in
-/// the least significant bits of the result, with the field layout of the packed `cvt.rs`
-/// instruction, which it executes where REPLAYSSM_HAS_HW_STOCHASTIC_ROUNDING is 1:
-///
-/// | target       | n  | apply(v, rbits) | apply_packed: field of element i of `word`      |
-/// |--------------|----|-----------------|-------------------------------------------------|
-/// | half_t       | 13 | bits 12..0      | 2 per word: i=0 bits 12..0, i=1 bits 28..16     |
-/// | bfloat16_t   | 16 | bits 15..0      | 2 per word: i=0 bits 15..0, i=1 bits 31..16     |
-/// | float_e4m3_t | 16 | bits 15..0      | 4 per word: i=0 bits 15..0, i=1 brev16(15..0),  |
-/// |              |    |                 |             i=2 bits 31..16, i=3 brev16(31..16) |
-/// | float_e2m1_t | 8  | bits 7..0       | 4 per word: i=0 bits 7..0, i=1 bits 23..16,     |
-/// |              |    |                 |             i=2 bits 15..8, i=3 bits 31..24     |
-///
-/// (brev16 = the 16 bits in reverse order.) The hardware path is the software path's twin
-/// by construction: `apply_packed` is defined as `apply` on each element's field, and the
-/// fields are those the PTX ISA assigns to the instruction's operands (`cvt.rs`, operand
-/// `rbits`). Two details are not in the ISA text and come from published measurements on
-/// sm_100a: the random field sits at the top of the discarded bits (also for subnormal
-/// results), and of an e4m3 operand pair sharing 16 bits, the upper operand reads them bit
-/// reversed. The e2m1 byte order within a pair follows the ISA's operand order.
+/// Conversions between fp32 and the narrow formats of numeric/types.hpp, as one struct
+/// template `convert<To, From, Round>` with a static `apply`: exact decodes, IEEE
+/// nearest-even encodes (satfinite for the 8- and 4-bit types), and stochastic rounding with
+/// the semantics and random-bit layout of PTX `cvt.rs`, in software everywhere and in
+/// hardware where REPLAYSSM_HAS_HW_STOCHASTIC_ROUNDING is 1. Integer arithmetic throughout, so
+/// host and device agree bit for bit. The specification (special values, the rounding rule,
+/// which bits of which word each element reads, and where the hardware details come from)
+/// is docs/formats.md, "Element conversions" and "Stochastic rounding".
 #pragma once
 
 #include <cstdint>
@@ -62,7 +21,7 @@ namespace replayssm {
 
 /// Converts a `From` to a `To` with rounding mode `Round`; specialised below.
 template <class To, class From, class Round = round_nearest_even>
-struct Convert;
+struct convert;
 
 namespace detail {
 
@@ -275,7 +234,7 @@ REPLAYSSM_HOST_DEVICE float_ue4m3_t encode_ue4m3_upward(float v) {
 
 /// half_t -> fp32. Infinities map to infinities, NaNs to quiet NaNs with the payload kept.
 template <class Round>
-struct Convert<float, half_t, Round> {
+struct convert<float, half_t, Round> {
   REPLAYSSM_HOST_DEVICE static float apply(half_t h) {
     const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
     const uint32_t magnitude = h.bits & 0x7FFFu;
@@ -300,7 +259,7 @@ struct Convert<float, half_t, Round> {
 
 /// bfloat16_t -> fp32: the bits become the upper half.
 template <class Round>
-struct Convert<float, bfloat16_t, Round> {
+struct convert<float, bfloat16_t, Round> {
   REPLAYSSM_HOST_DEVICE static float apply(bfloat16_t b) {
     return math::float_from_bits(static_cast<uint32_t>(b.bits) << 16);
   }
@@ -308,7 +267,7 @@ struct Convert<float, bfloat16_t, Round> {
 
 /// float_e4m3_t -> fp32. S.1111.111 gives a quiet NaN with the sign kept.
 template <class Round>
-struct Convert<float, float_e4m3_t, Round> {
+struct convert<float, float_e4m3_t, Round> {
   REPLAYSSM_HOST_DEVICE static float apply(float_e4m3_t x) {
     const uint32_t sign = static_cast<uint32_t>(x.bits & 0x80u) << 24;
     const uint32_t magnitude = x.bits & 0x7Fu;
@@ -322,7 +281,7 @@ struct Convert<float, float_e4m3_t, Round> {
 
 /// float_ue4m3_t -> fp32, reading the low 7 bits; 0x7F gives a quiet NaN.
 template <class Round>
-struct Convert<float, float_ue4m3_t, Round> {
+struct convert<float, float_ue4m3_t, Round> {
   REPLAYSSM_HOST_DEVICE static float apply(float_ue4m3_t x) {
     const uint32_t magnitude = x.bits & 0x7Fu;
     if (magnitude == 0x7Fu) return math::float_from_bits(detail::fp32_quiet_nan_bits);
@@ -333,7 +292,7 @@ struct Convert<float, float_ue4m3_t, Round> {
 
 /// float_e2m1_t -> fp32, reading the low nibble.
 template <class Round>
-struct Convert<float, float_e2m1_t, Round> {
+struct convert<float, float_e2m1_t, Round> {
   REPLAYSSM_HOST_DEVICE static float apply(float_e2m1_t x) {
     // Twice the eight magnitudes {0, 0.5, 1, 1.5, 2, 3, 4, 6} as nibbles of one constant:
     // a shift and a conversion, exact, instead of the general path's subnormal branch
@@ -348,7 +307,7 @@ struct Convert<float, float_e2m1_t, Round> {
 
 /// fp32 -> half_t, IEEE nearest even: overflow to infinity, NaN -> 0x7FFF.
 template <>
-struct Convert<half_t, float, round_nearest_even> {
+struct convert<half_t, float, round_nearest_even> {
   REPLAYSSM_HOST_DEVICE static half_t apply(float v) {
 #if REPLAYSSM_DEVICE_PASS
     // IEEE nearest even in hardware, bit-identical to the integer path for every non-NaN.
@@ -364,7 +323,7 @@ struct Convert<half_t, float, round_nearest_even> {
 
 /// fp32 -> bfloat16_t, IEEE nearest even: overflow to infinity, NaN -> 0x7FFF.
 template <>
-struct Convert<bfloat16_t, float, round_nearest_even> {
+struct convert<bfloat16_t, float, round_nearest_even> {
   REPLAYSSM_HOST_DEVICE static bfloat16_t apply(float v) {
 #if REPLAYSSM_DEVICE_PASS && __CUDA_ARCH__ >= 800
     // IEEE nearest even in hardware, bit-identical to the integer path for every non-NaN.
@@ -380,7 +339,7 @@ struct Convert<bfloat16_t, float, round_nearest_even> {
 
 /// fp32 -> float_e4m3_t, nearest even, satfinite (|v| > 448 and +-inf -> +-448); NaN -> 0x7F.
 template <>
-struct Convert<float_e4m3_t, float, round_nearest_even> {
+struct convert<float_e4m3_t, float, round_nearest_even> {
   REPLAYSSM_HOST_DEVICE static float_e4m3_t apply(float v) {
     return detail::encode_nearest<float_e4m3_t>(v);
   }
@@ -389,7 +348,7 @@ struct Convert<float_e4m3_t, float, round_nearest_even> {
 /// fp32 -> float_ue4m3_t, nearest even, satfinite (v > 448 and +inf -> 448); negative
 /// inputs (-0 and -inf included) -> 0; NaN -> 0x7F.
 template <>
-struct Convert<float_ue4m3_t, float, round_nearest_even> {
+struct convert<float_ue4m3_t, float, round_nearest_even> {
   REPLAYSSM_HOST_DEVICE static float_ue4m3_t apply(float v) {
     const uint32_t bits = math::float_bits(v);
     if ((bits >> 31) != 0 && (bits & detail::fp32_abs_mask) <= detail::fp32_inf_bits) {
@@ -401,7 +360,7 @@ struct Convert<float_ue4m3_t, float, round_nearest_even> {
 
 /// fp32 -> float_e2m1_t, nearest even, satfinite (|v| > 6 and +-inf -> +-6); NaN -> +6.
 template <>
-struct Convert<float_e2m1_t, float, round_nearest_even> {
+struct convert<float_e2m1_t, float, round_nearest_even> {
   REPLAYSSM_HOST_DEVICE static float_e2m1_t apply(float v) {
     // Seven comparisons with the midpoints of the grid (0, 0.5, 1, 1.5, 2, 3, 4, 6), each tie
     // going to the even code, instead of the general grid split: NVFP4 encodes divide every
@@ -419,7 +378,7 @@ struct Convert<float_e2m1_t, float, round_nearest_even> {
 
 /// fp32 -> half_t with `cvt.rs.f16x2.f32` semantics; 13 random bits per element.
 template <>
-struct Convert<half_t, float, round_stochastic> {
+struct convert<half_t, float, round_stochastic> {
   static constexpr int random_bits = 13;
   static constexpr int elems_per_word = 2;
 
@@ -434,7 +393,7 @@ struct Convert<half_t, float, round_stochastic> {
     // the truncated value is exact in fp16 or overflows to infinity, as the step does.
     const uint32_t bits = math::float_bits(v), magnitude = bits & detail::fp32_abs_mask;
     if (magnitude >= 0x38800000u && magnitude < detail::fp32_inf_bits)
-      return Convert<half_t, float>::apply(math::float_from_bits((bits + (rbits & 0x1FFFu)) & ~0x1FFFu));
+      return convert<half_t, float>::apply(math::float_from_bits((bits + (rbits & 0x1FFFu)) & ~0x1FFFu));
     using E = detail::encoding<half_t>;
     return half_t::from_bits(static_cast<uint16_t>(
         detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, E::nan_code)));
@@ -449,14 +408,14 @@ struct Convert<half_t, float, round_stochastic> {
         : "f"(in[1]), "f"(in[0]), "r"(word & 0x1FFF1FFFu));
     return packed;
 #else
-    return detail::pack_stochastic<Convert, 16>(in, word);
+    return detail::pack_stochastic<convert, 16>(in, word);
 #endif
   }
 };
 
 /// fp32 -> bfloat16_t with `cvt.rs.bf16x2.f32` semantics; 16 random bits per element.
 template <>
-struct Convert<bfloat16_t, float, round_stochastic> {
+struct convert<bfloat16_t, float, round_stochastic> {
   static constexpr int random_bits = 16;
   static constexpr int elems_per_word = 2;
 
@@ -483,7 +442,7 @@ struct Convert<bfloat16_t, float, round_stochastic> {
     asm("cvt.rs.bf16x2.f32 %0, %1, %2, %3;" : "=r"(packed) : "f"(in[1]), "f"(in[0]), "r"(word));
     return packed;
 #else
-    return detail::pack_stochastic<Convert, 16>(in, word);
+    return detail::pack_stochastic<convert, 16>(in, word);
 #endif
   }
 };
@@ -491,7 +450,7 @@ struct Convert<bfloat16_t, float, round_stochastic> {
 /// fp32 -> float_e4m3_t with `cvt.rs.satfinite.e4m3x4.f32` semantics; 16 random bits per
 /// element, two elements sharing each half of the word.
 template <>
-struct Convert<float_e4m3_t, float, round_stochastic> {
+struct convert<float_e4m3_t, float, round_stochastic> {
   static constexpr int random_bits = 16;
   static constexpr int elems_per_word = 4;
 
@@ -516,7 +475,7 @@ struct Convert<float_e4m3_t, float, round_stochastic> {
         : "f"(in[3]), "f"(in[2]), "f"(in[1]), "f"(in[0]), "r"(word));
     return packed;
 #else
-    return detail::pack_stochastic<Convert, 8>(in, word);
+    return detail::pack_stochastic<convert, 8>(in, word);
 #endif
   }
 };
@@ -524,7 +483,7 @@ struct Convert<float_e4m3_t, float, round_stochastic> {
 /// fp32 -> float_e2m1_t with `cvt.rs.satfinite.e2m1x4.f32` semantics; 8 random bits per
 /// element.
 template <>
-struct Convert<float_e2m1_t, float, round_stochastic> {
+struct convert<float_e2m1_t, float, round_stochastic> {
   static constexpr int random_bits = 8;
   static constexpr int elems_per_word = 4;
 
@@ -549,7 +508,7 @@ struct Convert<float_e2m1_t, float, round_stochastic> {
         : "f"(in[3]), "f"(in[2]), "f"(in[1]), "f"(in[0]), "r"(word));
     return packed;
 #else
-    return detail::pack_stochastic<Convert, 4>(in, word);
+    return detail::pack_stochastic<convert, 4>(in, word);
 #endif
   }
 };

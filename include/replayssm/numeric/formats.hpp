@@ -1,66 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file formats.hpp
-/// Layer 2: storage formats of a state tensor ("block formats").
+/// Storage formats of a state tensor ("block formats"): fp32, fp16, bf16, fp8 e4m3 with an
+/// fp32 scale per 16 elements, and NVFP4 (e2m1 with a ue4m3 scale per 16 elements).
 ///
-/// ## The state-format concept
-///
-/// A state format is a struct with only static members, converting *chunks* of
-/// consecutive fp32 elements to and from bytes. Engines may write their own; a format F
-/// provides:
-///
-///     static constexpr const char* name;           // e.g. "nvfp4", for logs and describe()
-///     static constexpr int chunk_elems;            // elements converted together (one
-///                                                  // vector load); state rows are multiples
-///     static constexpr int block_elems;            // elements sharing one scale (1 = none);
-///                                                  // chunk_elems % block_elems == 0
-///     static constexpr int data_bytes_per_chunk;   // bytes of the data plane per chunk
-///     static constexpr int scale_bytes_per_chunk;  // bytes of the scale plane per chunk
-///     static constexpr int random_words_per_chunk; // 32-bit words a stochastic encode of
-///                                                  // one chunk consumes
-///     static constexpr double bytes_per_element;   // (data + scale bytes) / chunk_elems
-///     static constexpr bool is_exact_fp32;         // encode is the identity (fp32 only)
-///
-///     REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk,
-///                                              const uint8_t* scale_chunk,
-///                                              float (&out)[chunk_elems]);
-///     template <class Round>
-///     REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems],
-///                                              const uint32_t* rbits,
-///                                              uint8_t* data_chunk, uint8_t* scale_chunk);
-///
-/// `data_chunk` is aligned to data_bytes_per_chunk (the device pass loads it as one
-/// vector) and `scale_chunk` to scale_bytes_per_chunk; formats without a scale ignore
-/// `scale_chunk` (it may be null). `rbits` holds random_words_per_chunk words for
-/// `round_stochastic` and is ignored (may be null) for `round_nearest_even`. Encode and
-/// decode must give bit-identical results on host and device, so write them from
-/// correctly rounded operations and integer code only. `state_format_v<F>` checks the
-/// members for the policy layer's static_asserts.
-///
-/// ## The formats here
-///
-/// | format          | chunk | data B | scale B | bytes/elem | encode                       |
-/// |-----------------|-------|--------|---------|------------|------------------------------|
-/// | fp32_format     | 4     | 16     | 0       | 4          | identity                     |
-/// | fp16_format     | 8     | 16     | 0       | 2          | half_t, overflow to inf      |
-/// | bf16_format     | 8     | 16     | 0       | 2          | bfloat16_t                   |
-/// | fp8_e4m3_format | 16    | 16     | 4 (f32) | 1.25       | e4m3(v / s), s ~ amax / 448  |
-/// | nvfp4_format    | 16    | 8      | 1 (ue4m3)| 0.5625    | e2m1(v / s), s >= amax / 6   |
-///
-/// Every format takes 4 random words per chunk, one `cvt.rs` packed group per word
-/// (numeric/convert.hpp gives the bit layout). The scaled formats compute their scale
-/// deterministically from the block's amax; only the element values round stochastically.
-/// A block whose values lie on the grid of its own scale encodes back to itself under
-/// either rounding.
-///
-/// Non-finite values: fp16 and bf16 keep infinities and NaNs (NaN becomes 0x7FFF). In the
-/// scaled formats a block holding an infinity or a NaN gets a NaN scale (and fixed data
-/// codes), so all 16 of its elements decode as NaN: a blown-up state stays visible instead
-/// of being clamped. Encoded bytes never depend on the platform; the payload bits of a
-/// decoded NaN (a product with a NaN scale) may.
-///
-/// Results are bit-identical between host and device when device code is compiled
-/// without flush-to-zero (no --use_fast_math / -ftz=true): the scaled formats divide and
-/// multiply by scales that can be subnormal products.
+/// A state format is a struct of static members that converts *chunks* of consecutive fp32
+/// elements to and from a data plane and a scale plane; engines may write their own.
+/// `state_format_v<F>` checks its members for the policy layer's static_asserts. The
+/// concept's members, each format's layout, non-finite values, and the conditions for
+/// bit-identical host and device results (no flush-to-zero) are in docs/formats.md ("The
+/// formats", "Bringing your own format", "Reproducibility conditions").
 #pragma once
 
 #include <cstdint>
@@ -129,13 +77,13 @@ REPLAYSSM_HOST_DEVICE uint32_t amax_bits(const float (&in)[N]) {
 template <class T, int Width, int Count, class Round>
 REPLAYSSM_HOST_DEVICE uint32_t encode_group(const float* in, uint32_t random_word) {
   if constexpr (Round::is_stochastic) {
-    using C = Convert<T, float, round_stochastic>;
+    using C = convert<T, float, round_stochastic>;
     static_assert(C::elems_per_word == Count, "encode_group: Count must match cvt.rs");
     return C::apply_packed(in, random_word);
   } else {
     uint32_t packed = 0;
     for (int i = 0; i < Count; ++i) {
-      packed |= static_cast<uint32_t>(Convert<T, float, Round>::apply(in[i]).bits) << (i * Width);
+      packed |= static_cast<uint32_t>(convert<T, float, Round>::apply(in[i]).bits) << (i * Width);
     }
     return packed;
   }
@@ -158,8 +106,8 @@ struct half_width_format {
     uint32_t w[4];
     load_words(data_chunk, w);
     for (int k = 0; k < 4; ++k) {
-      out[2 * k] = Convert<float, T>::apply(T::from_bits(static_cast<uint16_t>(w[k])));
-      out[2 * k + 1] = Convert<float, T>::apply(T::from_bits(static_cast<uint16_t>(w[k] >> 16)));
+      out[2 * k] = convert<float, T>::apply(T::from_bits(static_cast<uint16_t>(w[k])));
+      out[2 * k + 1] = convert<float, T>::apply(T::from_bits(static_cast<uint16_t>(w[k] >> 16)));
     }
   }
 
@@ -245,7 +193,7 @@ struct fp8_e4m3_format {
     const float scale = math::float_from_bits(scale_word[0]);
     for (int i = 0; i < chunk_elems; ++i) {
       const auto code = float_e4m3_t::from_bits(static_cast<uint8_t>(w[i / 4] >> (8 * (i % 4))));
-      out[i] = math::mul(Convert<float, float_e4m3_t>::apply(code), scale);
+      out[i] = math::mul(convert<float, float_e4m3_t>::apply(code), scale);
     }
   }
 
@@ -319,11 +267,11 @@ struct nvfp4_format {
     detail::load_words(data_chunk, w);
     // Element = sign * (twice the magnitude) * (scale / 2): the doubled magnitudes (0, 1, 2,
     // 3, 4, 6, 8, 12) come four at a time from one byte permute, and every product is exact,
-    // so the values are those of code * scale. Per element, the general conversion took 30%
-    // of an NVFP4 read step's instructions on the H200.
+    // so the values are those of code * scale. Per element, the general conversion was a
+    // large share of an NVFP4 read step's instructions.
     constexpr uint32_t twice_0123 = 0x03020100u, twice_4567 = 0x0C080604u;
     const float half_scale =
-        math::mul(0.5f, Convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(scale_chunk[0])));
+        math::mul(0.5f, convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(scale_chunk[0])));
     for (int g = 0; g < chunk_elems / 4; ++g) {
       const uint32_t nibbles = (w[g / 2] >> (16 * (g % 2))) & 0xFFFFu;
       const uint32_t twice = math::byte_perm(twice_0123, twice_4567, nibbles & 0x7777u);
@@ -345,7 +293,7 @@ struct nvfp4_format {
     if (amax < detail::fp32_inf_bits) {
       // A zero scale means an all-zero block: divide by one so its zeros keep their signs.
       const float divisor =
-          scale_code.bits == 0 ? 1.0f : Convert<float, float_ue4m3_t>::apply(scale_code);
+          scale_code.bits == 0 ? 1.0f : convert<float, float_ue4m3_t>::apply(scale_code);
       float scaled[chunk_elems];
       for (int i = 0; i < chunk_elems; ++i) scaled[i] = math::div(in[i], divisor);
       for (int k = 0; k < 2; ++k) {
@@ -371,7 +319,7 @@ struct nvfp4_format {
     float_ue4m3_t s = detail::encode_ue4m3_upward(math::div(amax_value, 6.0f));
     // amax / 6 was rounded to fp32 first (possibly down, or to zero); 6 s is exact, so
     // this comparison settles it.
-    const float six_s = 6.0f * Convert<float, float_ue4m3_t>::apply(s);
+    const float six_s = 6.0f * convert<float, float_ue4m3_t>::apply(s);
     if (six_s < amax_value && s.bits < 0x7E)
       s = float_ue4m3_t::from_bits(static_cast<uint8_t>(s.bits + 1));
     return s;

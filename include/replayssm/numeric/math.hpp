@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file math.hpp
-/// Layer 2: the scalar float math of the recurrences, written once for host and device.
+/// The scalar float math of the recurrences, written once for host and device.
 ///
 /// Each function is built from correctly rounded operations only (fused multiply-add,
 /// multiply, add, divide, square root and bit manipulation), never from the platform's

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file philox.hpp
-/// Layer 2: the counter-based generator behind stochastic rounding. Philox-4x32 with 10
+/// The counter-based generator behind stochastic rounding. Philox-4x32 with 10
 /// rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11), and the
 /// stream of random words the library draws from it, keyed by what is being rounded so
 /// that the bits never depend on launch geometry.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file rounding.hpp
-/// Layer 2: rounding-mode tags, passed as the `Round` parameter of `Convert` and of a
+/// Rounding-mode tags, passed as the `Round` parameter of `convert` and of a
 /// state format's `encode`.
 #pragma once
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file types.hpp
-/// Layer 2: storage types of the narrow floating-point formats. Each holds the raw bit
+/// Storage types of the narrow floating-point formats. Each holds the raw bit
 /// pattern in a public `bits` member and does no arithmetic: values are decoded to fp32,
 /// computed on, and encoded back (numeric/convert.hpp).
 #pragma once

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file policy.hpp
-/// Layer 3: one policy type carries the window length, the read format, the checkpoint
+/// One policy type carries the window length, the read format, the checkpoint
 /// format and the rounding mode. Kernels and primitives take a single policy type.
 #pragma once
 
-#include <string>
 #include <type_traits>
 
 #include "replayssm/numeric/formats.hpp"
@@ -58,25 +57,5 @@ struct replay_policy {
 /// The conventional read-update-write step: a window of one, the state in one format.
 template <class StateFormat, class Rounding = round_nearest_even>
 using writeback_policy = replay_policy<1, StateFormat, StateFormat, Rounding>;
-
-/// The active mode as text, e.g.
-/// `replay W=16 read=nvfp4 checkpoint=fp16 rounding=stochastic(philox-10)`.
-template <class Policy>
-std::string describe() {
-  std::string rounding = Policy::rounding::name;
-  if constexpr (Policy::is_writeback) {
-    return std::string("naive write-back state=") + Policy::checkpoint_format::name +
-           " rounding=" + rounding;
-  } else {
-    std::string text = "replay W=" + std::to_string(Policy::window);
-    if constexpr (Policy::shared_state) {
-      text += std::string(" shared=") + Policy::checkpoint_format::name;
-    } else {
-      text += std::string(" read=") + Policy::read_format::name +
-              " checkpoint=" + Policy::checkpoint_format::name;
-    }
-    return text + " rounding=" + rounding;
-  }
-}
 
 }  // namespace replayssm

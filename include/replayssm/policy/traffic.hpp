@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file traffic.hpp
-/// Layer 3: the traffic model: bytes per element of state moved by a decode step.
+/// The traffic model: bytes per element of state moved by a decode step.
 #pragma once
 
 namespace replayssm {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cursor.hpp
-/// Layer 5: the window bookkeeping every replayed recurrence shares: a (slot, head)'s cursor,
+/// The window bookkeeping every replayed recurrence shares: a (slot, head)'s cursor,
 /// the error bits a step reports, and committing speculative drafts.
 #pragma once
 
@@ -14,7 +14,7 @@ namespace replayssm {
 /// entry j of the window lies in ring slot (start + j) mod window_entries.
 struct replay_cursor {
   int32_t length;    ///< committed entries in the window
-  uint32_t flushes;  ///< flushes so far (they key stochastic rounding)
+  uint32_t flush_count;  ///< flushes so far (they key stochastic rounding)
   int32_t start;     ///< ring slot of entry 0
   int32_t pending;   ///< drafts of the last verify step, after the committed entries, not yet committed
 };
@@ -32,15 +32,15 @@ enum step_error : uint32_t {
 /// Most tokens one verify step takes per request.
 inline constexpr int32_t max_draft_tokens = 8;
 
-/// How a step's tokens enter the window.
-enum class token_commit : uint8_t {
-  immediate,  ///< a decode step: one token, committed at once; the flush folds it in when the window fills
-  pending,    ///< a verify step: drafts appended uncommitted; `commit_drafts` keeps a prefix
+/// What a step does with its tokens.
+enum class step_kind : uint8_t {
+  decode,  ///< one token, committed at once; the flush folds it in when the window fills
+  verify,  ///< speculative drafts, appended uncommitted; `commit_drafts` keeps a prefix
 };
 
 /// Keeps the first `accepted` drafts of a (slot, head)'s last verify step: moves its
 /// committed length, leaving rejected drafts to be overwritten. Nothing else is touched.
-REPLAYSSM_HOST_DEVICE uint32_t commit_drafts(replay_cursor& cursor, int32_t accepted) {
+REPLAYSSM_HOST_DEVICE uint32_t accept_drafts(replay_cursor& cursor, int32_t accepted) {
   if (accepted < 0 || accepted > cursor.pending) return error_accepted_out_of_range;
   cursor.length += accepted;
   cursor.pending = 0;

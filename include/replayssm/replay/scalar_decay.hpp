@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file scalar_decay.hpp
-/// Layer 5: how scalar per-step decays compose over a window (Mamba-2, Gated DeltaNet).
+/// How scalar per-step decays compose over a window (Mamba-2, Gated DeltaNet).
 #pragma once
 
 #include "replayssm/config.hpp"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file state_view.hpp
-/// Layer 5: one head's state in a storage format, read and written a chunk at a time.
+/// One head's state in a storage format, read and written a chunk at a time.
 ///
 /// A state pool holds, per slot and head, a `head_dim x state_dim` row-major matrix in a
 /// state format (numeric/formats.hpp). Its data and its scales lie in two planes:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file step_plan.hpp
-/// Layer 5: what a replay step of one head does with its window, for every recurrence with
+/// What a replay step of one head does with its window, for every recurrence with
 /// a scalar decay per step: which entries it sees, how many it folds into the checkpoint,
 /// where its tokens go, and the cursor it leaves.
 #pragma once
@@ -26,11 +26,11 @@ struct token_rows {
 struct step_plan {
   int32_t length;    ///< committed window entries before the step (L)
   int32_t tokens;    ///< the step's tokens (T)
-  int32_t flushed;   ///< entries folded into the checkpoint first (F): 0, L, or L + T
-  bool flush;        ///< the checkpoint (and read copy) is rewritten
-  int32_t start;     ///< ring slot of entry 0
-  int32_t ring;      ///< ring slots of the window buffers
-  uint32_t flushes;  ///< flushes done before this step
+  int32_t folded;           ///< entries folded into the checkpoint first (F): 0, L, or L + T
+  bool writes_checkpoint;   ///< the step flushes: the checkpoint (and read copy) is rewritten
+  int32_t start;            ///< ring slot of entry 0
+  int32_t ring;             ///< ring slots of the window buffers
+  uint32_t flush_count;     ///< flushes done before this step
   uint32_t error;
   REPLAYSSM_HOST_DEVICE int32_t entries() const { return length + tokens; }
   /// Ring slot of entry j (j < entries()).
@@ -41,26 +41,26 @@ struct step_plan {
 /// `window_entries` and `policy`) and decides the step. A decode step flushes when its token fills the
 /// window (the token is folded in); a verify step flushes the committed entries first when
 /// the window cannot hold its drafts after them.
-template <token_commit Commit, class State>
+template <step_kind Kind, class State>
 REPLAYSSM_HOST_DEVICE step_plan plan_step(const State& st, int32_t tokens) {
   using Policy = typename State::policy;
   const replay_cursor c = st.cursor != nullptr ? *st.cursor : replay_cursor{0, 0u, 0, 0};
-  constexpr bool one_token = Commit == token_commit::immediate;
+  constexpr bool one_token = Kind == step_kind::decode;
   // A decode step's token count is the constant 1: its loops over tokens then compile away
   // (with a run-time count the write-back kernel took 127 registers per thread, not 75).
-  step_plan plan{c.length, one_token ? 1 : tokens, 0, false, c.start, st.window_entries, c.flushes, step_ok};
+  step_plan plan{c.length, one_token ? 1 : tokens, 0, false, c.start, st.window_entries, c.flush_count, step_ok};
   if (st.phase < 0 || st.phase >= Policy::window) return plan.error = error_phase_out_of_range, plan;
   if (tokens < 1 || tokens > max_draft_tokens || tokens > Policy::window || (one_token && tokens != 1))
     return plan.error = error_tokens_out_of_range, plan;
-  const int32_t capacity = c.flushes == 0 ? Policy::window - st.phase : Policy::window;
+  const int32_t capacity = c.flush_count == 0 ? Policy::window - st.phase : Policy::window;
   if (c.length < 0 || c.length > capacity || c.start < 0 || c.start >= (st.window_entries > 0 ? st.window_entries : 1))
     return plan.error = error_cursor_out_of_range, plan;
   if constexpr (one_token) {
-    plan.flush = c.length + 1 >= capacity;
-    plan.flushed = plan.flush ? c.length + 1 : 0;
+    plan.writes_checkpoint = c.length + 1 >= capacity;
+    plan.folded = plan.writes_checkpoint ? c.length + 1 : 0;
   } else {
-    plan.flush = c.length + tokens > capacity;
-    plan.flushed = plan.flush ? c.length : 0;
+    plan.writes_checkpoint = c.length + tokens > capacity;
+    plan.folded = plan.writes_checkpoint ? c.length : 0;
     if (c.length + tokens > st.window_entries) return plan.error = error_tokens_out_of_range, plan;
   }
   return plan;
@@ -68,16 +68,16 @@ REPLAYSSM_HOST_DEVICE step_plan plan_step(const State& st, int32_t tokens) {
 
 /// Token t (entry L + t) sees entries F .. L + t: this many of them.
 REPLAYSSM_HOST_DEVICE int32_t entries_seen(const step_plan& plan, int32_t t) {
-  return plan.length + t + 1 - plan.flushed;
+  return plan.length + t + 1 - plan.folded;
 }
 
 /// The cursor after a step: committed entries, flushes, ring start and pending drafts.
-REPLAYSSM_HOST_DEVICE replay_cursor next_cursor(const step_plan& plan, token_commit commit) {
-  const int32_t start = plan.flush && plan.ring > 0 ? (plan.start + plan.flushed) % plan.ring : plan.start;
-  const uint32_t flushes = plan.flushes + (plan.flush ? 1u : 0u);
-  if (commit == token_commit::immediate)
-    return plan.flush ? replay_cursor{0, flushes, 0, 0} : replay_cursor{plan.length + 1, flushes, start, 0};
-  return replay_cursor{plan.length - plan.flushed, flushes, start, plan.tokens};
+REPLAYSSM_HOST_DEVICE replay_cursor next_cursor(const step_plan& plan, step_kind kind) {
+  const int32_t start = plan.writes_checkpoint && plan.ring > 0 ? (plan.start + plan.folded) % plan.ring : plan.start;
+  const uint32_t flush_count = plan.flush_count + (plan.writes_checkpoint ? 1u : 0u);
+  if (kind == step_kind::decode)
+    return plan.writes_checkpoint ? replay_cursor{0, flush_count, 0, 0} : replay_cursor{plan.length + 1, flush_count, start, 0};
+  return replay_cursor{plan.length - plan.folded, flush_count, start, plan.tokens};
 }
 
 }  // namespace replayssm

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file cpu.hpp
+/// The CPU launchers of the Gated DeltaNet steps (decode, speculative verify and the snapshot
+/// baseline), from the same head step as the CUDA kernels, run by `serial_executor`. A
+/// policy's window mode is its `gdn_window_mode` (gated_deltanet/recurrence.hpp).
+#pragma once
+
+#include <cstddef>
+
+#include "replayssm/gated_deltanet/head_step.hpp"
+#include "replayssm/gated_deltanet/params.hpp"
+#include "replayssm/gated_deltanet/snapshot.hpp"
+#include "replayssm/gated_deltanet/validate.hpp"
+#include "replayssm/replay/executor.hpp"
+#include "replayssm/runtime/commit.hpp"
+#include "replayssm/runtime/cpu_launch.hpp"
+#include "replayssm/runtime/status.hpp"
+
+namespace replayssm {
+namespace cpu {
+namespace detail {
+
+/// A Gated DeltaNet decode or verify step of every request.
+template <class Policy, step_kind Kind>
+status gdn_tokens_step(const gdn_params& p) {
+  if (status s = validate_gdn<Policy>(p, /*host_memory=*/true, Kind); !s) return s;
+  const gdn_shape shape{p.value_dim, p.key_dim};
+  const size_t bytes = gdn_scratch_layout::make(shape, Policy::window, p.tokens).bytes();
+  status result;
+  dispatch_dtype(p.act_dtype, [&](auto act) {
+    using Act = decltype(act);
+    result = for_each_request_head(p, bytes, "gated_deltanet", [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+      const gdn_head_views<Policy, Act> v(p, b, h, slot);
+      return gdn_head_step<Kind>(serial_executor{}, v.in, v.state, shape, scratch);
+    });
+  });
+  return result;
+}
+
+}  // namespace detail
+
+/// One decode step for every request of `p` (host memory), under any policy: write-back or
+/// replay.
+template <class Policy>
+[[nodiscard]] status gdn_decode_step(const gdn_params& p) {
+  return detail::gdn_tokens_step<Policy, step_kind::decode>(p);
+}
+
+/// The conventional step: read, update and write the whole state.
+template <class StateFormat, class Rounding = round_nearest_even>
+[[nodiscard]] status writeback_decode_step(const gdn_params& p) {
+  return gdn_decode_step<writeback_policy<StateFormat, Rounding>>(p);
+}
+
+/// The replay step: output from checkpoint + window, flush when the window fills.
+template <class Policy>
+[[nodiscard]] status replay_decode_step(const gdn_params& p) {
+  static_assert(!Policy::is_writeback, "replay_decode_step needs a window longer than 1");
+  return gdn_decode_step<Policy>(p);
+}
+
+/// The speculative verify step; the drafts wait in the window until `commit_drafts`
+/// (runtime/commit.hpp).
+template <class Policy>
+[[nodiscard]] status replay_verify_step(const gdn_params& p) {
+  return detail::gdn_tokens_step<Policy, step_kind::verify>(p);
+}
+
+/// The conventional verify step: each draft's state written to its snapshot slot.
+template <class StateFormat>
+[[nodiscard]] status snapshot_verify_step(const gdn_params& p) {
+  if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/true); !s) return s;
+  const size_t bytes = gdn_scratch_layout::make({p.value_dim, p.key_dim}, 0, p.tokens).bytes();
+  status result;
+  dispatch_dtype(p.act_dtype, [&](auto act) {
+    using Act = decltype(act);
+    result = detail::for_each_request_head(p, bytes, "gated_deltanet",
+                                           [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+                                             return gdn_snapshot_head_step<StateFormat, Act>(serial_executor{}, p, b,
+                                                                                             h, slot, scratch);
+                                           });
+  });
+  return result;
+}
+
+}  // namespace cpu
+}  // namespace replayssm

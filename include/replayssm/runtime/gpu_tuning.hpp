@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file gpu_tuning.hpp
+/// Every launch-geometry constant of the ready-made CUDA kernels, in one place.
+/// None of them changes a result: random bits and reduction orders are fixed by the data
+/// layout, so any block size and register cap give the same bits. The measurements behind
+/// each choice are in docs/benchmarks.md ("Launch geometry").
+#pragma once
+
+#include "replayssm/replay/cursor.hpp"
+
+namespace replayssm {
+namespace cuda {
+
+/// Threads per (request, head) block of the ready-made kernels by default.
+inline constexpr int decode_block_threads = 128;
+
+/// The `minBlocksPerMultiprocessor` of `__launch_bounds__` that asks registers for `Blocks`
+/// blocks of 128 threads per SM, scaled to blocks of `Threads` threads. Without a cap the
+/// register allocator's choice swung with small changes of a step's code.
+template <int Threads, int Blocks>
+inline constexpr int decode_min_blocks = 128 * Blocks / Threads > 0 ? 128 * Blocks / Threads : 1;
+
+/// Blocks per SM of a Mamba-2 step: replay decode steps run 8 (a few registers spilled, more
+/// blocks in flight); write-back and verify steps 6, since at 8 they spill their flush and
+/// their per-draft arrays.
+template <class Policy, step_kind Kind>
+inline constexpr int mamba2_blocks_per_sm = Policy::is_writeback || Kind == step_kind::verify ? 6 : 8;
+
+/// Lanes of a Gated DeltaNet state row: the write-back and snapshot steps stream the state
+/// and are best with a whole row per thread; replay steps, bound by the latency of their
+/// staging, with four lanes per row and more blocks.
+template <bool Streaming>
+inline constexpr int gdn_row_lanes = Streaming ? 1 : 4;
+
+/// Blocks per SM of a Gated DeltaNet step: 3 for the streaming (whole-row) steps, 8 for
+/// replay decode steps, 6 for verify steps with their per-draft arrays.
+template <bool Streaming, step_kind Kind>
+inline constexpr int gdn_blocks_per_sm = Streaming ? 3 : (Kind == step_kind::decode ? 8 : 6);
+
+}  // namespace cuda
+}  // namespace replayssm

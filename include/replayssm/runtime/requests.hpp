@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file requests.hpp
+/// What a request of a step's params maps to (its state slot, its token count, its
+/// heads' state views), and the host checks of the per-request counts. Generic over the params of any recurrence:
+/// they share the fields used here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "replayssm/config.hpp"
+#include "replayssm/runtime/status.hpp"
+#include "replayssm/numeric/philox.hpp"
+#include "replayssm/replay/state_view.hpp"
+
+namespace replayssm {
+
+/// The slot request `b` of `p` uses.
+template <class Params>
+REPLAYSSM_HOST_DEVICE int32_t request_slot(const Params& p, int32_t b) {
+  return p.slot_indices != nullptr ? p.slot_indices[b] : b;
+}
+
+/// The tokens request `b` of `p` carries (its drafts in a verify step).
+template <class Params>
+REPLAYSSM_HOST_DEVICE int32_t request_tokens(const Params& p, int32_t b) {
+  return p.token_counts != nullptr ? p.token_counts[b] : p.tokens;
+}
+
+/// Points a head state (any recurrence's: it has `policy`, the state views, `phase`,
+/// `cursor` and `key`) at head `h` of slot `slot` in the pools of `p`, `elements` state
+/// values per head: checkpoint, read copy, flush phase, cursor and random stream.
+template <class Params, class State>
+REPLAYSSM_HOST_DEVICE void bind_head_state(const Params& p, int32_t slot, int32_t h, int64_t elements, State& state) {
+  using Policy = typename State::policy;
+  const int64_t head_index = int64_t(slot) * p.heads + h;
+  state.checkpoint = state_head_view<typename Policy::checkpoint_format>::in_pool(p.checkpoint, p.checkpoint_scales,
+                                                                                  head_index, elements);
+  if constexpr (!Policy::shared_state)
+    state.read_copy =
+        state_head_view<typename Policy::read_format>::in_pool(p.read_copy, p.read_copy_scales, head_index, elements);
+  if constexpr (!Policy::is_writeback) state.phase = p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
+  state.cursor = p.cursors == nullptr ? nullptr : p.cursors + head_index;
+  state.key = random_stream_key{p.seed, uint32_t(slot), uint32_t(h), 0u};
+}
+
+namespace detail {
+
+/// Every request's token count lies in [1, tokens] (host memory).
+template <class Params>
+status check_token_counts(const Params& p, const char* who) {
+  for (int32_t b = 0; p.token_counts != nullptr && b < p.batch; ++b) {
+    if (p.token_counts[b] < 1 || p.token_counts[b] > p.tokens)
+      return status::error(std::string(who) + ": token_counts[" + std::to_string(b) + "]=" +
+                           std::to_string(p.token_counts[b]) + " is outside [1, tokens=" + std::to_string(p.tokens) +
+                           "]");
+  }
+  return {};
+}
+
+/// Every request accepts between 0 and the drafts it verified (host memory).
+template <class Params>
+status check_accepted_counts(const Params& p, const char* who) {
+  for (int32_t b = 0; b < p.batch; ++b) {
+    const int32_t verified = request_tokens(p, b);
+    if (p.accepted_counts[b] < 0 || p.accepted_counts[b] > verified)
+      return status::error(std::string(who) + ": accepted_counts[" + std::to_string(b) + "]=" +
+                           std::to_string(p.accepted_counts[b]) + " is outside [0, " + std::to_string(verified) +
+                           "], the drafts request " + std::to_string(b) + " verified");
+  }
+  return {};
+}
+
+}  // namespace detail
+}  // namespace replayssm

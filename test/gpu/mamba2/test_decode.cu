@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Mamba-2 CUDA decode steps: against the float64 reference over many windows, bit for
+// bit against the CPU path (every launch configuration, a user-defined format), and
+// device-side error reporting.
+#include "../../../examples/custom_policy/mxfp4_format.hpp"
+#include "device_runner.cuh"
+
+using namespace replayssm;
+using namespace replayssm_test;
+
+TEST_CASE("gpu mamba2 replay matches the reference on an odd shape for every window", "[gpu][mamba2][decode]") {
+  const mamba2_case c{mamba2_odd_shape, 3, 5, true, true, 11};
+  gpu_mamba2_scenario<replay_policy<1, fp32_format>, float>(c, 8, false);
+  gpu_mamba2_scenario<replay_policy<8, fp32_format>, float>(c, 8, false);
+  gpu_mamba2_scenario<replay_policy<16, fp32_format>, float>(c, 8, true);
+  gpu_mamba2_scenario<replay_policy<32, fp32_format>, float>(c, 8, true);
+}
+
+TEST_CASE("gpu mamba2 replay matches the reference on Nemotron-3 shapes", "[gpu][mamba2][decode][model]") {
+  gpu_mamba2_scenario<replay_policy<16, fp32_format>, float>({nemotron3_nano, 3, 5, true, true, 21}, 8, true);
+  gpu_mamba2_scenario<replay_policy<16, fp32_format>, float>({nemotron3_super, 2, 3, true, true, 22}, 8, false);
+  gpu_mamba2_scenario<replay_policy<16, fp32_format>, bfloat16_t>({nemotron3_nano, 2, 3, true, true, 23}, 8, true);
+}
+
+TEST_CASE("gpu and cpu mamba2 steps are bit-identical", "[gpu][mamba2][decode]") {
+  require_bit_identical<mamba2_harness, replay_policy<16, fp32_format>, float>(
+      {{8, 80, 128, 2}, 3, 5, true, true, 51}, 40);
+  require_bit_identical<mamba2_harness, replay_policy<8, fp32_format>, bfloat16_t>(
+      {{4, 17, 48, 1}, 3, 5, true, true, 52}, 20);
+  require_bit_identical<mamba2_harness, writeback_policy<fp32_format>, half_t>(
+      {{4, 64, 64, 2}, 3, 5, false, true, 53}, 10);
+}
+
+TEST_CASE("mamba2 stochastic-rounding states are bit-identical on cpu and gpu after 64 flushes",
+          "[gpu][mamba2][decode][precision]") {
+  // W = 4 and 260 steps: every slot flushes 64 times or more.
+  require_bit_identical<mamba2_harness, replay_policy<4, nvfp4_format, fp16_format, round_stochastic>, bfloat16_t>(
+      {{4, 24, 64, 2}, 3, 5, true, true, 54}, 260);
+  require_bit_identical<mamba2_harness, replay_policy<4, fp8_e4m3_format, bf16_format, round_stochastic>, float>(
+      {{2, 17, 48, 1}, 3, 5, true, true, 55}, 260);
+  require_bit_identical<mamba2_harness, writeback_policy<fp16_format, round_stochastic>, float>(
+      {{4, 32, 64, 2}, 3, 5, true, true, 56}, 64);
+}
+
+TEST_CASE("the device reports bad mamba2 slots and cursors and skips their rows", "[gpu][mamba2][validation]") {
+  require_device_skips_bad_rows<mamba2_harness, replay_policy<8, fp32_format>>({{4, 16, 32, 2}, 2, 3, true, true, 5});
+}
+
+TEST_CASE("the mamba2 device launcher validates like the CPU one", "[gpu][mamba2][validation]") {
+  mamba2_params p;
+  p.batch = 1;
+  p.heads = 2;
+  p.groups = 1;
+  p.head_dim = 8;
+  p.state_dim = 40;
+  const status s = cuda::replay_decode_step<replay_policy<16, fp32_format>>(p);
+  CHECK_THAT(s.message(), Catch::Matchers::Contains("unsupported state_dim=40"));
+}
+
+TEST_CASE("a user-defined format runs in the ready-made CUDA step, bit for bit as on the CPU",
+          "[gpu][mamba2][custom]") {
+  using policy = replay_policy<8, my_engine::mxfp4_format, fp16_format, round_stochastic>;
+  require_bit_identical<mamba2_harness, policy, bfloat16_t>({{4, 24, 64, 2}, 3, 5, true, true, 72}, 40);
+  gpu_mamba2_scenario<replay_policy<16, my_engine::mxfp4_format, fp32_format>, float>(
+      {{4, 24, 64, 2}, 3, 5, true, true, 73}, 8, true, {0.5, 1e-5});
+}
+
+TEST_CASE("mamba2 stochastic-rounding states do not depend on the launch configuration",
+          "[gpu][mamba2][decode][precision]") {
+  // The CPU runs one thread; the GPU blocks of 64 and of 256: all must give the same bytes.
+  using policy = replay_policy<4, nvfp4_format, fp16_format, round_stochastic>;
+  const mamba2_case c{{4, 24, 64, 2}, 3, 5, true, true, 57};
+  require_bit_identical<mamba2_harness, policy, bfloat16_t, 64>(c, 260);
+  require_bit_identical<mamba2_harness, policy, bfloat16_t, 256>(c, 260);
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+// Mamba-2 speculative decoding on the device: verify + commit and the snapshot baseline
+// against the float64 reference over hundreds of rounds, bit for bit against the CPU path,
+// and the device-side errors of bad draft and acceptance counts.
+#include <cstring>
+
+#include "device_runner.cuh"
+
+using namespace replayssm;
+using namespace replayssm_test;
+
+namespace {
+
+/// Rounds of verify + commit on the CPU and on the GPU from the same state and inputs:
+/// outputs, checkpoints and cursors must be the same bytes.
+template <class Policy, class Act>
+void require_spec_bit_identical(const mamba2_case& c, int tokens, int rounds) {
+  std::mt19937_64 rng(c.seed);
+  mamba2_inputs_host<Act> in(c, rng, tokens);
+  mamba2_host_state<Policy, Act> cpu_state(c.shape, c.num_slots, tokens), gpu_state(c.shape, c.num_slots, tokens);
+  for (int slot = 0; slot < c.num_slots; ++slot) {
+    const auto init = mamba2_harness::random_state(c.shape, rng);
+    cpu_state.set_state(slot, init);
+    gpu_state.set_state(slot, init);
+  }
+  const std::vector<int32_t> slots = request_slots(c);
+  const size_t ys = mamba2_harness::outputs(c.shape);
+  std::vector<Act> y_cpu(size_t(c.batch) * tokens * ys), y_gpu(y_cpu.size());
+  const auto runners = device_spec_runners<mamba2_harness, Policy, Act>();
+  for (int round = 0; round < rounds; ++round) {
+    in.draw(rng);
+    const round_plan plan(c.batch, tokens, round, rng);
+    mamba2_params p;
+    in.bind(p, c);
+    plan.apply(p);
+    p.seed = c.seed;
+    p.slot_indices = slots.data();
+    cpu_state.bind(p, false);
+    p.y = y_cpu.data();
+    REQUIRE(cpu::replay_verify_step<Policy>(p).ok());
+    REQUIRE(cpu::commit_drafts(p).ok());
+    gpu_state.bind(p, false);
+    p.y = y_gpu.data();
+    REQUIRE(runners.verify(p, gpu_state).ok());
+    REQUIRE(runners.commit(p, gpu_state).ok());
+    INFO("round " << round);
+    for (int b = 0; b < c.batch; ++b)
+      REQUIRE(std::memcmp(y_cpu.data() + b * tokens * ys, y_gpu.data() + b * tokens * ys,
+                          plan.drafts[size_t(b)] * ys * sizeof(Act)) == 0);
+    REQUIRE(cpu_state.checkpoint_values(1) == gpu_state.checkpoint_values(1));
+    REQUIRE(std::memcmp(cpu_state.cursors.data(), gpu_state.cursors.data(),
+                        cpu_state.cursors.size() * sizeof(replay_cursor)) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gpu mamba2 verify + commit equals sequential decoding of the accepted tokens", "[gpu][mamba2][spec]") {
+  gpu_spec<mamba2_harness, replay_policy<8, fp32_format>, float>({mamba2_odd_shape, 3, 5, true, true, 91}, 4, 300);
+  gpu_spec<mamba2_harness, replay_policy<16, fp32_format>, bfloat16_t>({{4, 24, 64, 2}, 3, 5, true, true, 92}, 8, 150);
+  gpu_spec<mamba2_harness, replay_policy<4, fp32_format>, float>({{2, 16, 32, 1}, 2, 3, false, false, 93}, 4, 100);
+  gpu_spec<mamba2_harness, replay_policy<16, fp32_format>, float>({nemotron3_nano, 3, 5, true, true, 94}, 4, 40);
+}
+
+TEST_CASE("gpu and cpu mamba2 verify + commit are bit-identical", "[gpu][mamba2][spec]") {
+  require_spec_bit_identical<replay_policy<16, fp32_format>, float>({{8, 80, 128, 2}, 3, 5, true, true, 95}, 4, 60);
+  require_spec_bit_identical<replay_policy<8, nvfp4_format, fp16_format, round_stochastic>, bfloat16_t>(
+      {{4, 24, 64, 2}, 3, 5, true, true, 96}, 8, 100);
+}
+
+TEST_CASE("the device reports bad mamba2 draft and acceptance counts and leaves their state alone",
+          "[gpu][mamba2][spec][validation]") {
+  using policy = replay_policy<8, fp32_format>;
+  const mamba2_case c{{4, 16, 32, 2}, 2, 3, true, true, 97};
+  std::mt19937_64 rng(97);
+  mamba2_inputs_host<float> in(c, rng, 4);
+  in.draw(rng);
+  mamba2_host_state<policy, float> st(c.shape, c.num_slots, 4);
+  for (int s = 0; s < c.num_slots; ++s) st.set_state(s, mamba2_harness::random_state(c.shape, rng));
+  std::vector<float> y(size_t(8) * 64);
+  std::vector<int32_t> slots{2, 0}, drafts{4, 0}, accepted{2, 0};
+  mamba2_params p;
+  in.bind(p, c);  // two requests of up to 4 drafts
+  st.bind(p, false);
+  p.token_counts = drafts.data();
+  p.accepted_counts = accepted.data();
+  p.slot_indices = slots.data();
+  p.y = y.data();
+  const auto runners = device_spec_runners<mamba2_harness, policy, float>();
+  status s = runners.verify(p, st);
+  CHECK_THAT(s.message(), Catch::Matchers::Contains("token count was outside"));
+  CHECK(st.cursors[0].pending == 0);  // request 1 (slot 0) was skipped
+  CHECK(st.cursors[size_t(2) * 4].pending == 4);
+  accepted = {5, 0};
+  const auto cursors = st.cursors;
+  s = runners.commit(p, st);
+  CHECK_THAT(s.message(), Catch::Matchers::Contains("commit accepted more drafts than were verified"));
+  CHECK(st.cursors[size_t(2) * 4].length == cursors[size_t(2) * 4].length);
+}
