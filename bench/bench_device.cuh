@@ -5,7 +5,7 @@
 // bandwidth counters, and the speculative-decoding rounds with their acceptance model.
 //
 // A benchmark layer (mamba2/bench_layer.cuh, gated_deltanet/bench_layer.cuh) is a `device_arena` with
-// `policy`, `batch`, `tokens`, params `p` (with `error_flags` and `accepted_counts`),
+// `policy`, `batch`, `tokens`, params `p` (with `report` and `accepted_counts`),
 // `step(stream)`, `bytes_per_step()`, `snapshot_bytes()` and `window_extra_bytes()`.
 #pragma once
 
@@ -28,8 +28,9 @@ namespace replayssm_bench {
 
 using namespace replayssm;
 
-/// The activations of every benchmark.
+/// The activations of every benchmark, and their runtime tag (for buffer sizes).
 using act_t = bfloat16_t;
+constexpr dtype act_tag = activation_traits<act_t>::tag;
 /// L2 of the H200; state pools are made several times larger.
 constexpr double l2_bytes = 60e6;
 
@@ -303,8 +304,8 @@ inline double time_graph(benchmark::State& state, cudaGraphExec_t graph, cudaStr
 }
 
 /// Fails the run if a step reported an error on the device.
-inline void require_no_step_errors(uint32_t* error_flags, cudaStream_t stream) {
-  const status s = cuda::take_step_errors(error_flags, stream);
+inline void require_no_step_errors(step_report* report, cudaStream_t stream) {
+  const status s = cuda::take_step_errors(report, stream);
   if (!s) {
     std::fprintf(stderr, "%s\n", s.message().c_str());
     std::exit(1);
@@ -338,7 +339,7 @@ void time_decode_steps(benchmark::State& state, Layer& layer) {
   const double median = time_graph(state, graph, stream, steps);
   state.counters["median_us"] = median * 1e6;
   set_bandwidth_counters(state, layer.bytes_per_step(), median);
-  require_no_step_errors(layer.p.error_flags, stream);
+  require_no_step_errors(layer.p.report, stream);
   cudaGraphExecDestroy(graph);
   cudaStreamDestroy(stream);
 }
@@ -391,7 +392,7 @@ void time_rounds(benchmark::State& state, Layer& layer, Round&& round) {
     round(p, s);
   });
   const double median = time_graph(state, graph, stream, spec_rounds);
-  require_no_step_errors(layer.p.error_flags, stream);
+  require_no_step_errors(layer.p.report, stream);
   state.counters["round_us"] = median * 1e6;
   state.counters["mean_accepted"] = mean_accepted;
   state.counters["accepted_tokens_per_s"] = layer.batch * mean_accepted / median;

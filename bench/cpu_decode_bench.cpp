@@ -21,7 +21,7 @@ struct cpu_layer {
   std::vector<float> x, z, y, dt, B, C, A, D, bias, window_dt;
   std::vector<float> checkpoint, read_copy, window_x, window_B;  // float storage is 16-byte aligned enough here
   std::vector<replay_cursor> cursors;
-  mamba2_params p;
+  mamba2_params<float> p;
 
   explicit cpu_layer(int batch) {
     std::mt19937 rng(1);
@@ -47,7 +47,7 @@ struct cpu_layer {
     window_B.resize(sizes.window_B / 4);
     window_dt.resize(sizes.window_dt / 4);
     cursors.assign(size_t(batch) * shape.heads, replay_cursor{});
-    p = contiguous_mamba2_params(shape, batch, dtype::f32);
+    p = contiguous_mamba2_params<float>(shape, batch);
     p.x = x.data();
     p.z = z.data();
     p.y = y.data();

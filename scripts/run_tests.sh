@@ -4,7 +4,7 @@
 #
 #   bash scripts/run_tests.sh [extra CMake configure arguments]
 #
-# On Debian/Ubuntu it first installs what is missing (cmake, g++, make, catch2 v2,
+# On Debian/Ubuntu it first installs what is missing (cmake, g++, make, catch2,
 # libbenchmark-dev) with apt-get. nvcc is optional: when CMake finds it, the CUDA targets
 # are built too, and the GPU tests (CTest label `gpu`) skip themselves without a device;
 # then the host targets are also built and tested once without CUDA (in BUILD_DIR-host),

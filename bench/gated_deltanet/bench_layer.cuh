@@ -23,27 +23,27 @@ struct gdn_bench_layer : device_arena {
   int batch;
   int tokens;
   int num_slots;
-  gdn_params p;
+  gdn_params<act_t> p;
 
   gdn_bench_layer(gdn_layer_shape s, int b, bool stagger, int drafts = 1, bool snapshots = false)
       : shape(s), batch(b), tokens(drafts) {
     const int window_drafts = drafts > 1 && !Policy::is_writeback ? drafts : 0;
-    const auto one = gdn_buffers<Policy>(s, 1, dtype::bf16, window_drafts);
+    const auto one = gdn_buffers<Policy>(s, 1, act_tag, window_drafts);
     const slot_placement placed = place_requests(*this, batch, snapshots ? tokens : 0,
                                                  double(one.checkpoint_total() + one.read_copy_total()),
                                                  Policy::window, stagger);
     num_slots = placed.num_slots;
-    const auto sizes = gdn_buffers<Policy>(s, num_slots, dtype::bf16, window_drafts);
+    const auto sizes = gdn_buffers<Policy>(s, num_slots, act_tag, window_drafts);
     const size_t rows = size_t(batch) * tokens, hv = size_t(s.value_heads);
     const size_t keys = size_t(s.key_heads) * s.key_dim, values = hv * s.value_dim;
-    p = contiguous_gdn_params(s, batch, dtype::bf16, tokens);
+    p = contiguous_gdn_params<act_t>(s, batch, tokens);
     p.window_entries = window_drafts > 0 ? Policy::window + window_drafts : 0;
     p.q = random_normal<act_t>(rows * keys, 1.0f, 11);
     p.k = random_normal<act_t>(rows * keys, 1.0f, 12);
     p.v = random_normal<act_t>(rows * values, 1.0f, 13);
     p.a = random_normal<act_t>(rows * hv, 1.0f, 14);
     p.b = random_normal<act_t>(rows * hv, 1.0f, 15);
-    p.o = take(rows * values * sizeof(act_t));
+    p.o = static_cast<act_t*>(take(rows * values * sizeof(act_t)));
     std::vector<float> A_log(hv), dt_bias(hv);
     for (size_t h = 0; h < hv; ++h) {
       const float x = hv > 1 ? float(h) / float(hv - 1) : 0.5f;
@@ -56,10 +56,10 @@ struct gdn_bench_layer : device_arena {
     p.window_u = static_cast<float*>(take(sizes.window_u));
     p.window_k = static_cast<float*>(take(sizes.window_k));
     p.window_g = static_cast<float*>(take(sizes.window_g));
-    p.window_v = take(sizes.window_v);  // raw_inputs only (0 bytes: null)
+    p.window_v = static_cast<act_t*>(take(sizes.window_v));  // raw_inputs only (0 bytes: null)
     p.window_beta = static_cast<float*>(take(sizes.window_beta));
     p.cursors = zeroed<replay_cursor>(sizes.cursors / sizeof(replay_cursor));
-    p.error_flags = zeroed<uint32_t>(1);
+    p.report = zeroed<step_report>(1);
     cuda_check(cudaDeviceSynchronize(), "setup");
   }
 
@@ -71,15 +71,15 @@ struct gdn_bench_layer : device_arena {
   }
 
   /// Modelled bytes of one step, averaged over a window.
-  double bytes_per_step() const { return gdn_bytes_per_step<Policy>(shape, batch, dtype::bf16); }
+  double bytes_per_step() const { return gdn_bytes_per_step<Policy>(shape, batch, act_tag); }
   /// The snapshot baseline's memory for `tokens` drafts per request, in the checkpoint format.
   double snapshot_bytes() const {
     return double(gdn_snapshot_bytes<typename Policy::checkpoint_format>(shape, batch, tokens));
   }
   /// Window ring bytes a verify step of `tokens` drafts needs beyond a decode step's.
   double window_extra_bytes() const {
-    return double(gdn_buffers<Policy>(shape, batch, dtype::bf16, tokens).window_total() -
-                  gdn_buffers<Policy>(shape, batch, dtype::bf16).window_total());
+    return double(gdn_buffers<Policy>(shape, batch, act_tag, tokens).window_total() -
+                  gdn_buffers<Policy>(shape, batch, act_tag).window_total());
   }
 };
 

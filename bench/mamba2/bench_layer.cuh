@@ -20,23 +20,23 @@ struct mamba2_bench_layer : device_arena {
   int batch;
   int tokens;
   int num_slots;
-  mamba2_params p;
+  mamba2_params<act_t> p;
 
   mamba2_bench_layer(mamba2_layer_shape s, int b, bool stagger, int drafts = 1, bool snapshots = false)
       : shape(s), batch(b), tokens(drafts) {
     const int window_drafts = drafts > 1 && !Policy::is_writeback ? drafts : 0;
-    const auto one = mamba2_buffers<Policy>(s, 1, dtype::bf16, window_drafts);
+    const auto one = mamba2_buffers<Policy>(s, 1, act_tag, window_drafts);
     const slot_placement placed = place_requests(*this, batch, snapshots ? tokens : 0,
                                                  double(one.checkpoint_total() + one.read_copy_total()),
                                                  Policy::window, stagger);
     num_slots = placed.num_slots;
-    const auto sizes = mamba2_buffers<Policy>(s, num_slots, dtype::bf16, window_drafts);
+    const auto sizes = mamba2_buffers<Policy>(s, num_slots, act_tag, window_drafts);
     const size_t rows = size_t(batch) * tokens, d = size_t(s.heads) * s.head_dim, gn = size_t(s.groups) * s.state_dim;
-    p = contiguous_mamba2_params(s, batch, dtype::bf16, tokens);
+    p = contiguous_mamba2_params<act_t>(s, batch, tokens);
     p.window_entries = window_drafts > 0 ? Policy::window + window_drafts : 0;
     p.x = random<act_t>(rows * d, 1.0f, 1);
     p.z = random<act_t>(rows * d, 1.0f, 2);
-    p.y = take(rows * d * sizeof(act_t));
+    p.y = static_cast<act_t*>(take(rows * d * sizeof(act_t)));
     p.dt = random<act_t>(rows * s.heads, 0.3f, 3);
     p.B = random<act_t>(rows * gn, 1.0f, 4);
     p.C = random<act_t>(rows * gn, 1.0f, 5);
@@ -46,11 +46,11 @@ struct mamba2_bench_layer : device_arena {
     p.D = upload(std::vector<float>(size_t(s.heads), 1.0f));
     p.dt_bias = upload(bias);
     bind_slots_and_pools<Policy>(*this, p, placed, sizes);
-    p.window_x = take(sizes.window_x);
-    p.window_B = take(sizes.window_B);
+    p.window_x = static_cast<act_t*>(take(sizes.window_x));
+    p.window_B = static_cast<act_t*>(take(sizes.window_B));
     p.window_dt = static_cast<float*>(take(sizes.window_dt));
     p.cursors = zeroed<replay_cursor>(sizes.cursors / sizeof(replay_cursor));
-    p.error_flags = zeroed<uint32_t>(1);
+    p.report = zeroed<step_report>(1);
     cuda_check(cudaDeviceSynchronize(), "setup");
   }
 
@@ -63,15 +63,15 @@ struct mamba2_bench_layer : device_arena {
   void step(cudaStream_t stream) { cuda::mamba2_decode_step<Policy>(p, stream).throw_if_error(); }
 
   /// Modelled bytes of one step, averaged over a window.
-  double bytes_per_step() const { return mamba2_bytes_per_step<Policy>(shape, batch, dtype::bf16); }
+  double bytes_per_step() const { return mamba2_bytes_per_step<Policy>(shape, batch, act_tag); }
   /// The snapshot baseline's memory for `tokens` drafts per request, in the checkpoint format.
   double snapshot_bytes() const {
     return double(mamba2_snapshot_bytes<typename Policy::checkpoint_format>(shape, batch, tokens));
   }
   /// Window ring bytes a verify step of `tokens` drafts needs beyond a decode step's.
   double window_extra_bytes() const {
-    return double(mamba2_buffers<Policy>(shape, batch, dtype::bf16, tokens).window_total() -
-                  mamba2_buffers<Policy>(shape, batch, dtype::bf16).window_total());
+    return double(mamba2_buffers<Policy>(shape, batch, act_tag, tokens).window_total() -
+                  mamba2_buffers<Policy>(shape, batch, act_tag).window_total());
   }
 };
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the decode-loop examples share: a backend that owns buffers in host or device memory
 // and runs the library's steps (Mamba-2 or Gated DeltaNet) on the CPU or the GPU, the
-// fixed-seed weights of a toy stack of recurrent layers, and the command-line entry point.
+// fixed-seed weights of a toy stack of recurrent layers, and the entry point (its command
+// line: args.hpp).
 #pragma once
 
 #include <replayssm/replayssm.hpp>
@@ -18,6 +19,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "args.hpp"
 
 namespace replayssm_example {
 
@@ -46,7 +49,7 @@ REPLAYSSM_HOST_DEVICE void add_and_rmsnorm(float* h, const float* y, int d) {
 class backend {
  public:
   explicit backend(bool cuda) : cuda_(cuda) {
-    if (cuda_) flags_ = array<uint32_t>(1);
+    if (cuda_) report_ = array<step_report>(1);
   }
   backend(const backend&) = delete;
   backend& operator=(const backend&) = delete;
@@ -146,16 +149,16 @@ class backend {
     cpu::commit_drafts(p).throw_if_error();
   }
 
-  /// Device memory the CUDA steps report skipped rows in (null on the CPU, whose steps
-  /// return those errors as their status).
-  uint32_t* error_flags() const { return flags_; }
+  /// The zeroed device report the CUDA steps record bad requests in (null on the CPU, whose
+  /// steps return those errors as their status).
+  step_report* report() const { return report_; }
 
-  /// Waits for the queued work; on the GPU also reads and clears the steps' error flags.
+  /// Waits for the queued work; on the GPU also reads and clears the steps' report.
   void finish() const {
 #if REPLAYSSM_CUDA_COMPILER
     if (cuda_) {
       check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-      cuda::take_step_errors(flags_).throw_if_error();
+      cuda::take_step_errors(report_).throw_if_error();
     }
 #endif
   }
@@ -177,7 +180,7 @@ class backend {
 #endif
   bool cuda_;
   std::vector<void*> owned_;
-  uint32_t* flags_ = nullptr;
+  step_report* report_ = nullptr;
 };
 
 /// A per-token table of layer inputs: `width` values per (layer, token), drawn normal with
@@ -244,27 +247,13 @@ struct mamba2_weights : model_weights {
   const std::vector<float>& dt_table() const { return tables[2]; }  // [layers][vocab][heads]
 };
 
-/// The examples' `main`: parses the options (usage and exit code 2 on bad ones), refuses
-/// `--device cuda` without CUDA, and turns an exception into exit code 1.
-template <class Options, class Parse, class Usage, class Run>
-int example_main(int argc, char** argv, Parse parse, Usage usage, Run run) {
+/// The examples' `main`: `parse(argc, argv, options)` parses the options and checks that
+/// they can run (args.hpp: a usage error is exit code 2, --help exit code 0), then `run`;
+/// an exception becomes exit code 1.
+template <class Options, class Parse, class Run>
+int example_main(int argc, char** argv, Parse parse, Run run) {
   Options o;
-  if (!parse(argc, argv, o)) {
-    usage();
-    return 2;
-  }
-#if !REPLAYSSM_CUDA_COMPILER
-  if (o.device == "cuda") {
-    std::fprintf(stderr, "this build has no CUDA support: rebuild with nvcc available, or use --device cpu\n");
-    return 2;
-  }
-#else
-  int devices = 0;
-  if (o.device == "cuda" && (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)) {
-    std::fprintf(stderr, "--device cuda: no CUDA device is present\n");
-    return 2;
-  }
-#endif
+  if (const int code = parse(argc, argv, o); code != args::proceed) return code;
   try {
     return run(o);
   } catch (const std::exception& e) {

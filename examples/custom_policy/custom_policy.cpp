@@ -13,9 +13,11 @@
 #include <random>
 #include <vector>
 
+#include "../common/args.hpp"
 #include "mxfp4_format.hpp"
 
 using namespace replayssm;
+namespace args = replayssm_example::args;
 
 namespace {
 
@@ -23,7 +25,6 @@ using custom_policy = replay_policy<16, my_engine::mxfp4_format, fp16_format, ro
 using reference_policy = writeback_policy<fp32_format>;
 constexpr mamba2_layer_shape shape{8, 64, 128, 2};
 constexpr int batch = 2;
-constexpr int steps = 256;
 
 /// 16-byte aligned storage: state chunks are loaded as vectors.
 struct alignas(16) chunk16 {
@@ -52,19 +53,19 @@ struct layer_state {
       using ckpt_view = state_head_view<typename Policy::checkpoint_format>;
       using read_view = state_head_view<typename Policy::read_format>;
       write_head_state<Policy>(
-          serial_executor{}, initial.data() + head * per_head, mamba2_shape{shape.head_dim, shape.state_dim},
+          serial_executor{}, initial.data() + head * per_head, shape,
           ckpt_view::in_pool(data_or_null(checkpoint), data_or_null(checkpoint_scales), head, per_head),
           read_view::in_pool(data_or_null(read_copy), data_or_null(read_copy_scales), head, per_head));
     }
   }
-  void bind(mamba2_params& p) {
+  void bind(mamba2_params<float>& p) {
     p.num_slots = batch;
     p.checkpoint = data_or_null(checkpoint);
     p.checkpoint_scales = data_or_null(checkpoint_scales);
     p.read_copy = data_or_null(read_copy);
     p.read_copy_scales = data_or_null(read_copy_scales);
-    p.window_x = data_or_null(window_x);
-    p.window_B = data_or_null(window_B);
+    p.window_x = static_cast<float*>(data_or_null(window_x));
+    p.window_B = static_cast<float*>(data_or_null(window_B));
     p.window_dt = window_dt.empty() ? nullptr : window_dt.data();
     p.cursors = cursors.data();
     p.seed = 2026;
@@ -82,8 +83,17 @@ double relative_error(const std::vector<float>& a, const std::vector<float>& b) 
 
 }  // namespace
 
-int main() {
-  std::mt19937 rng(11);
+int main(int argc, char** argv) {
+  int steps = 256;
+  uint32_t seed = 11;
+  args::parser cli("custom_policy",
+                   "usage: custom_policy [--steps T] [--seed S]\n"
+                   "Runs on the CPU. T in [1, 1048576], default 256; S, the seed of the inputs, in [0, 4294967295],\n"
+                   "default 11.\n");
+  cli.integer("--steps", steps, 1, 1 << 20);
+  cli.integer<uint32_t>("--seed", seed, 0, UINT32_MAX);
+  if (const int code = cli.parse(argc, argv); code != args::proceed) return code;
+  std::mt19937 rng(seed);
   std::normal_distribution<float> unit(0.0f, 1.0f), raw_dt(0.0f, 0.3f);
   auto draw = [&](std::vector<float>& v, size_t n, std::normal_distribution<float>& dist) {
     v.resize(n);
@@ -112,7 +122,7 @@ int main() {
     draw(dt, size_t(batch) * shape.heads, raw_dt);
     draw(B, batch * gn, unit);
     draw(C, batch * gn, unit);
-    mamba2_params p = contiguous_mamba2_params(shape, batch, dtype::f32);
+    mamba2_params<float> p = contiguous_mamba2_params<float>(shape, batch);
     p.x = x.data();
     p.z = z.data();
     p.dt = dt.data();

@@ -45,41 +45,37 @@ struct options {
   int vocab = 256;
 };
 
-void usage() {
-  std::printf(
-      "usage: decode_loop [--device cpu|cuda]\n"
-      "                   [--model small|nemotron-nano-like|nemotron-super-like|qwen3.5-4b-like]\n"
-      "                   [--batch B] [--steps T] [--layers L] [--stagger] [--seed S] [--dump DIR]\n"
-      "The models are Mamba-2 stacks (4 layers by default) except qwen3.5-4b-like, Gated DeltaNet\n"
-      "(2 layers by default, no --dump).\n");
-}
+constexpr const char* usage_text =
+    "usage: decode_loop [--device cpu|cuda]\n"
+    "                   [--model small|nemotron-nano-like|nemotron-super-like|qwen3.5-4b-like]\n"
+    "                   [--batch B] [--steps T] [--layers L] [--stagger] [--seed S] [--dump DIR]\n"
+    "The models are Mamba-2 stacks (4 layers by default) except qwen3.5-4b-like, Gated DeltaNet\n"
+    "(2 layers by default, no --dump). B in [1, 4096], T in [1, 16777216], L in [1, 256].\n";
 
-bool parse(int argc, char** argv, options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--device") o.device = value();
-    else if (a == "--model") o.model = value();
-    else if (a == "--dump") o.dump = value();
-    else if (a == "--batch") o.batch = std::atoi(value().c_str());
-    else if (a == "--steps") o.steps = std::atoi(value().c_str());
-    else if (a == "--layers") {
-      o.layers = std::atoi(value().c_str());
-      if (o.layers <= 0) return false;  // 0 stands for the model's default
-    }
-    else if (a == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
-    else if (a == "--stagger") o.stagger = true;
-    else return false;
-  }
+/// Parses the options and checks, before any work, that they can run (the device, the
+/// --dump directory). Returns args::proceed or the exit code.
+int parse(int argc, char** argv, options& o) {
+  args::parser cli("decode_loop", usage_text);
+  cli.choice("--device", o.device, {"cpu", "cuda"});
+  cli.choice("--model", o.model, {"small", "nemotron-nano-like", "nemotron-super-like", "qwen3.5-4b-like"});
+  cli.text("--dump", o.dump);
+  cli.integer("--batch", o.batch, 1, 4096);
+  cli.integer("--steps", o.steps, 1, 1 << 24);
+  cli.integer("--layers", o.layers, 1, 256);
+  cli.integer<uint64_t>("--seed", o.seed, 0, UINT64_MAX);
+  cli.flag("--stagger", o.stagger);
+  if (const int code = cli.parse(argc, argv); code != args::proceed) return code;
   if (o.model == "nemotron-nano-like") o.shape = {96, 80, 128, 8};
   else if (o.model == "nemotron-super-like") o.shape = {128, 64, 128, 8};
   else if (o.model == "qwen3.5-4b-like") o.gdn = true;
-  else if (o.model != "small") return false;
   // A Gated DeltaNet layer of this shape holds 8x the state of a small Mamba-2 layer: fewer
   // layers keep its default CPU run short.
   if (o.layers == 0) o.layers = o.gdn ? 2 : 4;
-  return (o.device == "cpu" || o.device == "cuda") && o.batch > 0 && o.steps > 0 && o.layers > 0 &&
-         !(o.gdn && !o.dump.empty());
+  if (o.gdn && !o.dump.empty())
+    return cli.error("--dump: not supported with --model qwen3.5-4b-like (Mamba-2 models only)");
+  if (const int code = cli.check_device(o.device); code != args::proceed) return code;
+  if (!o.dump.empty()) return cli.check_writable_directory("--dump", o.dump);
+  return args::proceed;
 }
 
 /// A layer input looked up by (layer, token): the `width` values at `offset` of the token's
@@ -157,7 +153,7 @@ T* buffer(backend& be, size_t bytes) {
 
 /// Mamba-2 layers: x is the stream; z, B, C and dt come from per-token tables.
 struct mamba2_layers {
-  using params = mamba2_params;
+  using params = mamba2_params<float>;
   using weights = mamba2_weights;
   mamba2_layer_shape shape;
   const float *embed = nullptr, *A = nullptr, *D = nullptr, *dt_bias = nullptr;
@@ -191,7 +187,7 @@ struct mamba2_layers {
   template <class Policy>
   params layer(backend& be, const stack_view& v, const weights& w, int l, int batch, float* y) const {
     const auto sizes = mamba2_buffers<Policy>(shape, batch, dtype::f32);
-    params p = contiguous_mamba2_params(shape, batch, dtype::f32);
+    params p = contiguous_mamba2_params<float>(shape, batch);
     p.x = v.x;
     p.z = v.inputs[0].out;
     p.B = v.inputs[1].out;
@@ -203,8 +199,8 @@ struct mamba2_layers {
     p.dt_bias = dt_bias + l * shape.heads;
     p.checkpoint = buffer(be, sizes.checkpoint);
     p.read_copy = buffer(be, sizes.read_copy);
-    p.window_x = buffer(be, sizes.window_x);
-    p.window_B = buffer(be, sizes.window_B);
+    p.window_x = buffer<float>(be, sizes.window_x);
+    p.window_B = buffer<float>(be, sizes.window_B);
     p.window_dt = buffer<float>(be, sizes.window_dt);
     p.cursors = buffer<replay_cursor>(be, sizes.cursors);
     // fp32 state: the prefill state is copied in as is (other formats would encode it with
@@ -241,7 +237,7 @@ struct gdn_weights : model_weights {
 /// Gated DeltaNet layers: v is the stream (d_model = HV * V); q, k, a and b come from
 /// per-token tables. The output o enters the residual stream directly (no output gate).
 struct gdn_layers {
-  using params = gdn_params;
+  using params = gdn_params<float>;
   using weights = gdn_weights;
   gdn_layer_shape shape;
   const float *embed = nullptr, *A_log = nullptr, *dt_bias = nullptr;
@@ -275,7 +271,7 @@ struct gdn_layers {
   template <class Policy>
   params layer(backend& be, const stack_view& v, const weights& w, int l, int batch, float* y) const {
     const auto sizes = gdn_buffers<Policy>(shape, batch, dtype::f32);
-    params p = contiguous_gdn_params(shape, batch, dtype::f32);
+    params p = contiguous_gdn_params<float>(shape, batch);
     p.v = v.x;
     p.q = v.inputs[0].out;
     p.k = v.inputs[1].out;
@@ -303,10 +299,9 @@ struct gdn_layers {
     std::vector<uint8_t> staged(bytes);
     const int64_t per_head = int64_t(shape.value_dim) * shape.key_dim;
     for (int64_t head = 0; head < int64_t(batch) * shape.value_heads; ++head)
-      write_head_state<Policy>(serial_executor{}, values.data() + head * per_head,
-                               gdn_shape{shape.value_dim, shape.key_dim},
+      write_head_state<Policy>(serial_executor{}, values.data() + head * per_head, shape,
                                state_head_view<format>::in_pool(staged.data(), nullptr, head, per_head),
-                                   state_head_view<format>{});
+                               state_head_view<format>{});
     be.copy(checkpoint, staged.data(), bytes);
   }
   template <class Policy>
@@ -343,7 +338,7 @@ struct stack {
       auto p = m.template layer<Policy>(be, view, w, l, o.batch, y);
       p.num_slots = o.batch;
       p.flush_phase = phase_dev;
-      p.error_flags = be.error_flags();
+      p.report = be.report();
       y_per_layer.push_back(y);
       layers.push_back(p);
     }
@@ -503,6 +498,6 @@ int run(const options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return example_main<options>(argc, argv, parse, usage,
+  return example_main<options>(argc, argv, parse,
                                [](const options& o) { return o.gdn ? run<gdn_layers>(o) : run<mamba2_layers>(o); });
 }

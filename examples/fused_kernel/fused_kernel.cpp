@@ -22,14 +22,16 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.hpp"
+
 using namespace replayssm;
+namespace args = replayssm_example::args;
 
 namespace {
 
 using policy = replay_policy<16, fp32_format>;
 constexpr mamba2_layer_shape shape{8, 64, 128, 2};
 constexpr int batch = 4;
-constexpr int steps = 40;  // two and a half windows: flushes and read steps
 constexpr float norm_eps = 1e-6f;
 
 /// Gated RMSNorm of one head, in place over y[0, P): y = rmsnorm(y * silu(z)) * weight.
@@ -52,27 +54,27 @@ REPLAYSSM_HOST_DEVICE void gated_rmsnorm(const Exec& ex, float* y, const float* 
 /// The fused step of request b, head h: the replay primitives without the gate, then the
 /// norm on the head's output, all in one block (or one CPU call).
 template <class Exec>
-REPLAYSSM_HOST_DEVICE uint32_t fused_head_step(const Exec& ex, const mamba2_params& p, const float* norm_weight, int b,
-                                               int h, float* scratch) {
+REPLAYSSM_HOST_DEVICE uint32_t fused_head_step(const Exec& ex, const mamba2_params<float>& p, const float* norm_weight,
+                                               int b, int h, float* scratch) {
   const int32_t slot = p.slot_indices != nullptr ? p.slot_indices[b] : b;
   if (slot == p.pad_slot_id) return step_ok;
   mamba2_head_views<policy, float> v(p, b, h, slot);
   v.in.z = {};  // the gate moves into the norm
-  const mamba2_shape s{p.head_dim, p.state_dim};
+  const mamba2_layer_shape s = p.shape();
   const uint32_t errors = mamba2_head_step(ex, v.in, v.state, s, scratch);
   ex.sync();
-  const float* z = static_cast<const float*>(p.z) + b * p.z_batch_stride + h * p.z_head_stride;
+  const float* z = p.z + b * p.z_batch_stride + h * p.z_head_stride;
   const float* weight = norm_weight + h * p.head_dim;
   gated_rmsnorm(ex, v.in.y.data, z, weight, p.head_dim, scratch + mamba2_scratch_layout<policy>::make(s).total);
   return errors;
 }
 
 size_t fused_scratch_bytes() {
-  return mamba2_scratch_layout<policy>::make({shape.head_dim, shape.state_dim}).bytes() + sizeof(float);
+  return mamba2_scratch_layout<policy>::make(shape).bytes() + sizeof(float);
 }
 
 #if REPLAYSSM_CUDA_COMPILER
-__global__ void fused_kernel(const mamba2_params p, const float* norm_weight) {
+__global__ void fused_kernel(const mamba2_params<float> p, const float* norm_weight) {
   extern __shared__ float4 scratch[];
   fused_head_step(block_executor{}, p, norm_weight, blockIdx.y, blockIdx.x, reinterpret_cast<float*>(scratch));
 }
@@ -93,7 +95,7 @@ struct layer {
     window_dt.resize(sizes.window_dt / 4);
     cursors.assign(sizes.cursors / sizeof(replay_cursor), replay_cursor{});
   }
-  void bind(mamba2_params& p) {
+  void bind(mamba2_params<float>& p) {
     p.checkpoint = checkpoint.data();
     p.window_x = window_x.data();
     p.window_B = window_B.data();
@@ -108,9 +110,9 @@ class runner {
   explicit runner(bool cuda) : cuda_(cuda) {}
 
   /// One fused step over host params `p` (device mirrors when running on the GPU).
-  void fused(const mamba2_params& p, const std::vector<float>& weight, [[maybe_unused]] layer& l) {
+  void fused(const mamba2_params<float>& p, const std::vector<float>& weight, [[maybe_unused]] layer& l) {
 #if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return on_device(p, l, [&](const mamba2_params& d) {
+    if (cuda_) return on_device(p, l, [&](const mamba2_params<float>& d) {
       float* w = upload(weight.data(), weight.size() * 4);
       const size_t smem = fused_scratch_bytes();
       fused_kernel<<<dim3(shape.heads, batch), cuda::decode_block_threads, smem>>>(d, w);
@@ -125,14 +127,14 @@ class runner {
   }
 
   /// One ready-made step (the gate inside), then the norm on the host.
-  void ready_made(const mamba2_params& p, const std::vector<float>& weight, [[maybe_unused]] layer& l) {
+  void ready_made(const mamba2_params<float>& p, const std::vector<float>& weight, [[maybe_unused]] layer& l) {
 #if REPLAYSSM_CUDA_COMPILER
     if (cuda_) {
-      on_device(p, l, [&](const mamba2_params& d) { cuda::replay_decode_step<policy>(d).throw_if_error(); });
+      on_device(p, l, [&](const mamba2_params<float>& d) { cuda::replay_decode_step<policy>(d).throw_if_error(); });
     } else
 #endif
       cpu::replay_decode_step<policy>(p).throw_if_error();
-    float* y = static_cast<float*>(p.y);
+    float* y = p.y;
     for (int b = 0; b < p.batch; ++b)
       for (int h = 0; h < p.heads; ++h) {
         float* yh = y + b * p.y_batch_stride + h * p.y_head_stride;
@@ -156,9 +158,9 @@ class runner {
   }
   /// Mirrors p's buffers on the device, runs `launch`, copies outputs and state back.
   template <class Launch>
-  void on_device(const mamba2_params& p, layer& l, Launch launch) {
+  void on_device(const mamba2_params<float>& p, layer& l, Launch launch) {
     const size_t act = size_t(batch) * shape.heads * shape.head_dim * 4, gn = size_t(batch) * shape.groups * shape.state_dim * 4;
-    mamba2_params d = p;
+    mamba2_params<float> d = p;
     d.x = upload(p.x, act);
     d.z = upload(p.z, act);
     d.y = upload(p.y, act);
@@ -173,8 +175,11 @@ class runner {
     d.window_B = upload(l.window_B.data(), l.window_B.size() * 4);
     d.window_dt = upload(l.window_dt.data(), l.window_dt.size() * 4);
     d.cursors = reinterpret_cast<replay_cursor*>(upload(l.cursors.data(), l.cursors.size() * sizeof(replay_cursor)));
+    const step_report no_errors{};
+    d.report = reinterpret_cast<step_report*>(upload(&no_errors, sizeof no_errors));
     launch(d);
     check_cuda(cudaDeviceSynchronize(), "step");
+    cuda::take_step_errors(d.report).throw_if_error();
     auto back = [](void* host, const void* dev, size_t bytes) { check_cuda(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost), "download"); };
     back(p.y, d.y, act);
     back(l.checkpoint.data(), d.checkpoint, l.checkpoint.size() * 4);
@@ -190,7 +195,7 @@ class runner {
   bool cuda_;
 };
 
-int run(bool cuda) {
+int run(bool cuda, int steps) {
   std::mt19937 rng(7);
   std::normal_distribution<float> unit(0.0f, 1.0f), raw_dt(0.0f, 0.3f);
   const size_t d = size_t(shape.heads) * shape.head_dim, gn = size_t(shape.groups) * shape.state_dim;
@@ -215,7 +220,7 @@ int run(bool cuda) {
     draw(dt, size_t(batch) * shape.heads, raw_dt);
     draw(B, batch * gn, unit);
     draw(C, batch * gn, unit);
-    mamba2_params p = contiguous_mamba2_params(shape, batch, dtype::f32);
+    mamba2_params<float> p = contiguous_mamba2_params<float>(shape, batch);
     p.x = x.data();
     p.z = z.data();
     p.dt = dt.data();
@@ -248,19 +253,17 @@ int run(bool cuda) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool cuda = argc > 2 && std::string(argv[1]) == "--device" && std::string(argv[2]) == "cuda";
-  if (argc > 1 && !cuda && !(argc > 2 && std::string(argv[2]) == "cpu")) {
-    std::fprintf(stderr, "usage: fused_kernel [--device cpu|cuda]\n");
-    return 2;
-  }
-#if !REPLAYSSM_CUDA_COMPILER
-  if (cuda) {
-    std::fprintf(stderr, "this build has no CUDA support\n");
-    return 2;
-  }
-#endif
+  std::string device = "cpu";
+  int steps = 40;  // two and a half windows: flushes and read steps
+  args::parser cli("fused_kernel",
+                   "usage: fused_kernel [--device cpu|cuda] [--steps T]\n"
+                   "T in [1, 65536], default 40 (two and a half windows: flushes and read steps).\n");
+  cli.choice("--device", device, {"cpu", "cuda"});
+  cli.integer("--steps", steps, 1, 1 << 16);
+  if (const int code = cli.parse(argc, argv); code != args::proceed) return code;
+  if (const int code = cli.check_device(device); code != args::proceed) return code;
   try {
-    return run(cuda);
+    return run(device == "cuda", steps);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

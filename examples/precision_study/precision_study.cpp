@@ -43,7 +43,10 @@
 #include <utility>
 #include <vector>
 
+#include "../common/args.hpp"
+
 using namespace replayssm;
+namespace args = replayssm_example::args;
 
 namespace {
 
@@ -67,54 +70,74 @@ struct options {
   bool gdn() const { return model == "gdn"; }
 };
 
-void usage() {
-  std::printf(
-      "usage: precision_study [--model mamba2|gdn] [--steps T] [--csv PATH] [--slow-heads S]\n"
-      "                       [--prefill T0 | --init-std SIGMA] [--seed S] [--threads K]\n"
-      "  mamba2: [--heads H] [--head-dim P] [--state-dim N] [--D d] [--gate]\n"
-      "  gdn:    [--value-heads HV] [--key-heads HK] [--key-dim K] [--value-dim V] [--bf16-act]\n"
-      "          (T a multiple of 16)\n");
-}
+const std::string usage_text =
+    "usage: precision_study [--model mamba2|gdn] [--steps T] [--csv PATH] [--slow-heads S]\n"
+    "                       [--prefill T0 | --init-std SIGMA] [--seed S] [--threads K]\n"
+    "  mamba2: [--heads H] [--head-dim P] [--state-dim N] [--D d] [--gate]\n"
+    "  gdn:    [--value-heads HV] [--key-heads HK] [--key-dim K] [--value-dim V] [--bf16-act]\n"
+    "          (T a multiple of 16)\n"
+    "ranges: --steps [1, 16777216] (default 16384 mamba2, 2048 gdn); --slow-heads [0, heads] (default\n"
+    "2 mamba2, a quarter of HV gdn); --prefill [0, 16777216] (default 4096 mamba2, 1024 gdn);\n"
+    "--init-std [0, 1e6]; --threads [0, 1024] (0: every core); --heads, --value-heads, --key-heads\n"
+    "[1, 1024] (HV a multiple of HK); --head-dim [1, " + std::to_string(max_head_dim) +
+    "]; --state-dim a multiple of 16 in [16, " + std::to_string(max_state_dim) +
+    "];\n--key-dim a multiple of 16 in [16, " + std::to_string(gdn_max_key_dim) + "]; --value-dim [1, " +
+    std::to_string(gdn_max_value_dim) + "]; --D [-1e6, 1e6].\n";
 
-bool parse(int argc, char** argv, options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--model") o.model = value();
-    else if (a == "--steps") o.steps = std::atoi(value().c_str());
-    else if (a == "--csv") o.csv = value();
-    else if (a == "--heads") o.shape.heads = std::atoi(value().c_str());
-    else if (a == "--head-dim") o.shape.head_dim = std::atoi(value().c_str());
-    else if (a == "--state-dim") o.shape.state_dim = std::atoi(value().c_str());
-    else if (a == "--value-heads") o.gdn_shape.value_heads = std::atoi(value().c_str());
-    else if (a == "--key-heads") o.gdn_shape.key_heads = std::atoi(value().c_str());
-    else if (a == "--key-dim") o.gdn_shape.key_dim = std::atoi(value().c_str());
-    else if (a == "--value-dim") o.gdn_shape.value_dim = std::atoi(value().c_str());
-    else if (a == "--bf16-act") o.bf16_act = true;
-    else if (a == "--slow-heads") o.slow_heads = std::atoi(value().c_str());
-    else if (a == "--prefill") o.prefill = std::atoi(value().c_str());
-    else if (a == "--init-std") o.init_std = std::atof(value().c_str());
-    else if (a == "--D") o.D = float(std::atof(value().c_str()));
-    else if (a == "--gate") o.gate = true;
-    else if (a == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
-    else if (a == "--threads") o.threads = std::atoi(value().c_str());
-    else return false;
-  }
-  if (o.model != "mamba2" && o.model != "gdn") return false;
+/// Parses the options and checks, before any work, the shape and the CSV path. Returns
+/// args::proceed or the exit code.
+int parse(int argc, char** argv, options& o) {
+  args::parser cli("precision_study", usage_text);
+  cli.choice("--model", o.model, {"mamba2", "gdn"});
+  cli.integer("--steps", o.steps, 1, 1 << 24);
+  cli.text("--csv", o.csv);
+  cli.integer("--heads", o.shape.heads, 1, 1024);
+  cli.integer("--head-dim", o.shape.head_dim, 1, max_head_dim);
+  cli.integer("--state-dim", o.shape.state_dim, 16, max_state_dim);
+  cli.integer("--value-heads", o.gdn_shape.value_heads, 1, 1024);
+  cli.integer("--key-heads", o.gdn_shape.key_heads, 1, 1024);
+  cli.integer("--key-dim", o.gdn_shape.key_dim, 16, gdn_max_key_dim);
+  cli.integer("--value-dim", o.gdn_shape.value_dim, 1, gdn_max_value_dim);
+  cli.flag("--bf16-act", o.bf16_act);
+  cli.integer("--slow-heads", o.slow_heads, 0, 1024);
+  cli.integer("--prefill", o.prefill, 0, 1 << 24);
+  cli.real("--init-std", o.init_std, 0.0, 1e6);
+  double D = 0.0;  // read as a double and rounded to float, as before
+  cli.real("--D", D, -1e6, 1e6);
+  cli.flag("--gate", o.gate);
+  cli.integer<uint64_t>("--seed", o.seed, 0, UINT64_MAX);
+  cli.integer("--threads", o.threads, 0, 1024);
+  if (const int code = cli.parse(argc, argv); code != args::proceed) return code;
+  o.D = float(D);
+
+  // Options of the other model are mistakes, not no-ops.
+  for (const char* name : o.gdn() ? std::vector<const char*>{"--heads", "--head-dim", "--state-dim", "--D", "--gate"}
+                                  : std::vector<const char*>{"--value-heads", "--key-heads", "--key-dim",
+                                                             "--value-dim", "--bf16-act"})
+    if (cli.given(name)) return cli.error(std::string(name) + ": not an option of --model " + o.model);
+  if (cli.given("--prefill") && cli.given("--init-std"))
+    return cli.error("--prefill and --init-std: give one or the other");
   const int heads = o.gdn() ? o.gdn_shape.value_heads : o.shape.heads;
   if (o.steps == -1) o.steps = o.gdn() ? 2048 : 16384;
   if (o.slow_heads == -1) o.slow_heads = o.gdn() ? heads / 4 : 2;
   if (o.prefill == -1) o.prefill = o.gdn() ? 1024 : 4096;
-  const bool common = o.steps > 0 && o.slow_heads >= 0 && o.slow_heads <= heads && o.prefill >= 0 &&
-                      o.init_std >= 0.0 && o.threads >= 0 && !o.csv.empty();
+  if (o.slow_heads > heads)
+    return cli.error("--slow-heads: expected an integer in [0, " + std::to_string(heads) + "] (the heads), got '" +
+                     std::to_string(o.slow_heads) + "'");
   if (o.gdn()) {
     const auto& g = o.gdn_shape;
-    return common && g.key_heads > 0 && g.value_heads > 0 && g.value_heads % g.key_heads == 0 && g.key_dim >= 16 &&
-           g.key_dim <= gdn_max_key_dim && g.key_dim % 16 == 0 && g.value_dim > 0 &&
-           g.value_dim <= gdn_max_value_dim && o.steps % window == 0 && o.D == 0.0f && !o.gate;
+    if (g.value_heads % g.key_heads != 0)
+      return cli.error("--value-heads " + std::to_string(g.value_heads) + " is not a multiple of --key-heads " +
+                       std::to_string(g.key_heads));
+    if (g.key_dim % 16 != 0)
+      return cli.error("--key-dim: expected a multiple of 16, got '" + std::to_string(g.key_dim) + "'");
+    if (o.steps % window != 0)
+      return cli.error("--steps: expected a multiple of " + std::to_string(window) + " with --model gdn, got '" +
+                       std::to_string(o.steps) + "'");
+  } else if (o.shape.state_dim % 16 != 0) {
+    return cli.error("--state-dim: expected a multiple of 16, got '" + std::to_string(o.shape.state_dim) + "'");
   }
-  const auto& s = o.shape;
-  return common && s.heads > 0 && s.head_dim > 0 && s.state_dim >= 16 && s.state_dim % 16 == 0 && !o.bf16_act;
+  return cli.check_writable_file("--csv", o.csv);
 }
 
 /// The layer's weights and the whole input sequence, drawn once and shared by every run.
@@ -375,15 +398,15 @@ struct layer_buffers {
   layer_buffers& operator=(const layer_buffers&) = delete;
 
   /// Allocates the buffers, binds them to `p` and loads `state` ([H][P][N]) into them.
-  layer_buffers(mamba2_params& p, mamba2_layer_shape s, const std::vector<float>& state) {
+  layer_buffers(mamba2_params<float>& p, mamba2_layer_shape s, const std::vector<float>& state) {
     const mamba2_buffer_sizes sizes = mamba2_buffers<Policy>(s, 1, dtype::f32);
     p.num_slots = 1;
     p.checkpoint = plane(checkpoint, sizes.checkpoint);
     p.checkpoint_scales = plane(checkpoint_scales, sizes.checkpoint_scales);
     p.read_copy = plane(read_copy, sizes.read_copy);
     p.read_copy_scales = plane(read_copy_scales, sizes.read_copy_scales);
-    p.window_x = plane(window_x, sizes.window_x);
-    p.window_B = plane(window_B, sizes.window_B);
+    p.window_x = static_cast<float*>(plane(window_x, sizes.window_x));
+    p.window_B = static_cast<float*>(plane(window_B, sizes.window_B));
     p.window_dt = static_cast<float*>(plane(window_dt, sizes.window_dt));
     cursors.assign(size_t(s.heads), replay_cursor{});
     p.cursors = cursors.data();
@@ -391,7 +414,7 @@ struct layer_buffers {
   }
 
  private:
-  static void load(const mamba2_params& p, mamba2_layer_shape s, const std::vector<float>& state) {
+  static void load(const mamba2_params<float>& p, mamba2_layer_shape s, const std::vector<float>& state) {
     using ckpt_view = state_head_view<typename Policy::checkpoint_format>;
     using read_view = state_head_view<typename Policy::read_format>;
     const int32_t per_head = s.head_dim * s.state_dim;
@@ -399,8 +422,7 @@ struct layer_buffers {
       const ckpt_view ckpt = ckpt_view::in_pool(p.checkpoint, p.checkpoint_scales, h, per_head);
       const read_view read = Policy::shared_state ? read_view{}
                                                   : read_view::in_pool(p.read_copy, p.read_copy_scales, h, per_head);
-      write_head_state<Policy>(serial_executor{}, state.data() + size_t(h) * per_head, mamba2_shape{s.head_dim, s.state_dim},
-                               ckpt, read);
+      write_head_state<Policy>(serial_executor{}, state.data() + size_t(h) * per_head, s, ckpt, read);
     }
   }
 };
@@ -409,7 +431,7 @@ struct layer_buffers {
 template <class Policy>
 std::vector<interval_error> run_policy(const problem& pr, const std::vector<double>& y_ref, bool gate,
                                        const std::vector<int>& marks) {
-  mamba2_params p = contiguous_mamba2_params(pr.shape, 1, dtype::f32);
+  mamba2_params<float> p = contiguous_mamba2_params<float>(pr.shape, 1);
   p.A = pr.A.data();
   p.D = pr.D.data();
   p.dt_bias = pr.dt_bias.data();
@@ -665,8 +687,8 @@ gdn_problem make_gdn_problem(const options& o) {
 }
 
 /// One Gated DeltaNet layer's decode buffers for `Policy` (and its window mode) (batch 1, slot 0), in
-/// host memory.
-template <class Policy>
+/// host memory, for activations of type `Act`.
+template <class Policy, class Act>
 struct gdn_layer_buffers {
   using ckpt_view = state_head_view<typename Policy::checkpoint_format>;
   using read_view = state_head_view<typename Policy::read_format>;
@@ -678,10 +700,10 @@ struct gdn_layer_buffers {
   gdn_layer_buffers(const gdn_layer_buffers&) = delete;  // `p` points into these buffers
   gdn_layer_buffers& operator=(const gdn_layer_buffers&) = delete;
 
-  /// Allocates the buffers, binds them to `p` (shape and act_dtype set) and loads `state`
-  /// ([HV][V][K]) into them.
-  gdn_layer_buffers(gdn_params& p, gdn_layer_shape s, const std::vector<float>& state) {
-    const gdn_buffer_sizes sizes = gdn_buffers<Policy>(s, 1, p.act_dtype);
+  /// Allocates the buffers, binds them to `p` (shape set) and loads `state` ([HV][V][K])
+  /// into them.
+  gdn_layer_buffers(gdn_params<Act>& p, gdn_layer_shape s, const std::vector<float>& state) {
+    const gdn_buffer_sizes sizes = gdn_buffers<Policy>(s, 1, activation_traits<Act>::tag);
     p.num_slots = 1;
     p.checkpoint = plane(checkpoint, sizes.checkpoint);
     p.checkpoint_scales = plane(checkpoint_scales, sizes.checkpoint_scales);
@@ -690,34 +712,32 @@ struct gdn_layer_buffers {
     p.window_u = static_cast<float*>(plane(window_u, sizes.window_u));
     p.window_k = static_cast<float*>(plane(window_k, sizes.window_k));
     p.window_g = static_cast<float*>(plane(window_g, sizes.window_g));
-    p.window_v = plane(window_v, sizes.window_v);
+    p.window_v = static_cast<Act*>(plane(window_v, sizes.window_v));
     p.window_beta = static_cast<float*>(plane(window_beta, sizes.window_beta));
     cursors.assign(size_t(s.value_heads), replay_cursor{});
     p.cursors = cursors.data();
     const size_t per_head = size_t(s.value_dim) * s.key_dim;
     for (int h = 0; h < s.value_heads; ++h) {
       const read_view read = Policy::shared_state ? read_view{} : read_copy_of(p, h);
-      write_head_state<Policy>(serial_executor{}, state.data() + h * per_head, gdn_shape{s.value_dim, s.key_dim},
-                               checkpoint_of(p, h), read);
+      write_head_state<Policy>(serial_executor{}, state.data() + h * per_head, s, checkpoint_of(p, h), read);
     }
   }
 
   /// The decoded checkpoint, [HV][V][K].
-  static std::vector<float> checkpoint_values(const gdn_params& p) {
+  static std::vector<float> checkpoint_values(const gdn_params<Act>& p) {
     const size_t per_head = size_t(p.value_dim) * p.key_dim;
     std::vector<float> values(per_head * size_t(p.heads));
     for (int h = 0; h < p.heads; ++h)
-      read_head_state(serial_executor{}, checkpoint_of(p, h), gdn_shape{p.value_dim, p.key_dim},
-                      values.data() + h * per_head);
+      read_head_state(serial_executor{}, checkpoint_of(p, h), p.shape(), values.data() + h * per_head);
     return values;
   }
 
  private:
-  static int64_t elements(const gdn_params& p) { return int64_t(p.value_dim) * p.key_dim; }
-  static ckpt_view checkpoint_of(const gdn_params& p, int h) {
+  static int64_t elements(const gdn_params<Act>& p) { return int64_t(p.value_dim) * p.key_dim; }
+  static ckpt_view checkpoint_of(const gdn_params<Act>& p, int h) {
     return ckpt_view::in_pool(p.checkpoint, p.checkpoint_scales, h, elements(p));
   }
-  static read_view read_copy_of(const gdn_params& p, int h) {
+  static read_view read_copy_of(const gdn_params<Act>& p, int h) {
     return read_view::in_pool(p.read_copy, p.read_copy_scales, h, elements(p));
   }
 };
@@ -728,11 +748,11 @@ struct gdn_layer_buffers {
 template <class Policy, class Act>
 void run_gdn_policy(study_entry& e, const gdn_problem& pr, const reference_run& ref, const std::vector<int>& marks) {
   const auto& s = pr.shape;
-  gdn_params p = contiguous_gdn_params(s, 1, activation_traits<Act>::tag);
+  gdn_params<Act> p = contiguous_gdn_params<Act>(s, 1);
   p.A_log = pr.A_log.data();
   p.dt_bias = pr.dt_bias.data();
   p.seed = 0x5EEDull;
-  gdn_layer_buffers<Policy> buffers(p, s, pr.initial_state);
+  gdn_layer_buffers<Policy, Act> buffers(p, s, pr.initial_state);
   std::vector<Act> q(pr.qk_size()), k(pr.qk_size()), v(pr.v_size()), a(size_t(s.value_heads)),
       b(size_t(s.value_heads)), o(pr.v_size());
   p.q = q.data();
@@ -1122,10 +1142,7 @@ int run(const options& o) {
 
 int main(int argc, char** argv) {
   options o;
-  if (!parse(argc, argv, o)) {
-    usage();
-    return 2;
-  }
+  if (const int code = parse(argc, argv, o); code != args::proceed) return code;
   try {
     return run(o);
   } catch (const std::exception& e) {

@@ -43,32 +43,30 @@ struct options {
   int vocab = 256;
 };
 
-void usage() {
-  std::printf(
-      "usage: spec_decode [--device cpu|cuda] [--model small|nemotron-nano-like] [--batch B] [--rounds R]\n"
-      "                   [--drafts T] [--accept P] [--layers L] [--seed S]\n");
-}
+/// A verify step takes at most max_draft_tokens drafts, and they must fit the window.
+constexpr int most_drafts = std::min(max_draft_tokens, spec_mode::window);
 
-bool parse(int argc, char** argv, options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--device") o.device = value();
-    else if (a == "--model") o.model = value();
-    else if (a == "--batch") o.batch = std::atoi(value().c_str());
-    else if (a == "--rounds") o.rounds = std::atoi(value().c_str());
-    else if (a == "--drafts") o.drafts = std::atoi(value().c_str());
-    else if (a == "--accept") o.accept = std::atof(value().c_str());
-    else if (a == "--layers") o.layers = std::atoi(value().c_str());
-    else if (a == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
-    else return false;
-  }
+const std::string usage_text =
+    "usage: spec_decode [--device cpu|cuda] [--model small|nemotron-nano-like] [--batch B] [--rounds R]\n"
+    "                   [--drafts T] [--accept P] [--layers L] [--seed S]\n"
+    "B in [1, 4096], R in [1, 16777216], T in [1, " + std::to_string(most_drafts) +
+    "], P in [0, 1], L in [1, 256].\n";
+
+/// Parses the options and checks that the device can run them. Returns args::proceed or
+/// the exit code.
+int parse(int argc, char** argv, options& o) {
+  args::parser cli("spec_decode", usage_text);
+  cli.choice("--device", o.device, {"cpu", "cuda"});
+  cli.choice("--model", o.model, {"small", "nemotron-nano-like"});
+  cli.integer("--batch", o.batch, 1, 4096);
+  cli.integer("--rounds", o.rounds, 1, 1 << 24);
+  cli.integer("--drafts", o.drafts, 1, most_drafts);
+  cli.real("--accept", o.accept, 0.0, 1.0);
+  cli.integer("--layers", o.layers, 1, 256);
+  cli.integer<uint64_t>("--seed", o.seed, 0, UINT64_MAX);
+  if (const int code = cli.parse(argc, argv); code != args::proceed) return code;
   if (o.model == "nemotron-nano-like") o.shape = {96, 80, 128, 8};
-  else if (o.model != "small") return false;
-  // A verify step takes at most max_draft_tokens drafts, and they must fit the window.
-  const int most_drafts = std::min(max_draft_tokens, spec_mode::window);
-  return (o.device == "cpu" || o.device == "cuda") && o.batch > 0 && o.rounds > 0 && o.layers > 0 && o.drafts >= 1 &&
-         o.drafts <= most_drafts && o.accept >= 0.0 && o.accept <= 1.0;
+  return cli.check_device(o.device);
 }
 
 /// Raw pointers of the model tables and of one stack's token rows, valid where the
@@ -140,7 +138,7 @@ struct uploaded_weights {
 struct layer_stack {
   rows_view view;
   int rows = 0;
-  std::vector<mamba2_params> layers;
+  std::vector<mamba2_params<float>> layers;
 
   /// Embeds the rows' tokens and runs every layer: its inputs, `step(params)`, the residual.
   template <class Step>
@@ -149,10 +147,10 @@ struct layer_stack {
     for (size_t l = 0; l < layers.size(); ++l) {
       be.for_each_row(view, rows, inputs_piece{int(l)});
       step(layers[l]);
-      be.for_each_row(view, rows, residual_piece{static_cast<const float*>(layers[l].y)});
+      be.for_each_row(view, rows, residual_piece{layers[l].y});
     }
   }
-  const float* y(int layer) const { return static_cast<const float*>(layers[size_t(layer)].y); }
+  const float* y(int layer) const { return layers[size_t(layer)].y; }
 };
 
 /// A stack under `Policy` with `tokens` rows per request (a verify step's drafts, or 1 for
@@ -174,7 +172,7 @@ layer_stack make_stack(backend& be, const options& o, const mamba2_weights& w, c
   const auto sizes = mamba2_buffers<Policy>(s, o.batch, dtype::f32, tokens);
   for (int l = 0; l < o.layers; ++l) {
     // Contiguous rows, so each activation's batch stride is its token-row stride.
-    mamba2_params p = contiguous_mamba2_params(s, o.batch, dtype::f32, tokens);
+    mamba2_params<float> p = contiguous_mamba2_params<float>(s, o.batch, tokens);
     p.x = st.view.hidden;
     p.z = st.view.z;
     p.B = st.view.B;
@@ -189,12 +187,12 @@ layer_stack make_stack(backend& be, const options& o, const mamba2_weights& w, c
     p.checkpoint = be.upload(w.initial_state[size_t(l)]);
     if constexpr (!Policy::is_writeback) {
       p.window_entries = Policy::window + tokens;
-      p.window_x = be.allocate(sizes.window_x);
-      p.window_B = be.allocate(sizes.window_B);
+      p.window_x = static_cast<float*>(be.allocate(sizes.window_x));
+      p.window_B = static_cast<float*>(be.allocate(sizes.window_B));
       p.window_dt = static_cast<float*>(be.allocate(sizes.window_dt));
       p.cursors = static_cast<replay_cursor*>(be.allocate(sizes.cursors));
     }
-    p.error_flags = be.error_flags();
+    p.report = be.report();
     st.layers.push_back(p);
   }
   return st;
@@ -271,7 +269,7 @@ int run(const options& o) {
     // Speculative: verify every draft through the stack, then commit the accepted prefixes.
     const auto t0 = clock::now();
     be.upload(spec.view.token, plan.tokens);
-    spec.forward(be, [&](const mamba2_params& p) { be.verify_step<spec_mode>(p); });
+    spec.forward(be, [&](const mamba2_params<float>& p) { be.verify_step<spec_mode>(p); });
     be.upload(accepted, plan.accepted);
     for (const auto& p : spec.layers) be.commit(p);
     be.finish();
@@ -292,7 +290,7 @@ int run(const options& o) {
       const auto t1 = clock::now();
       be.upload(seq.view.token, tokens);
       be.upload(seq_slots, slots);
-      seq.forward(be, [&](const mamba2_params& p) { be.decode_step<sequential_mode>(p); });
+      seq.forward(be, [&](const mamba2_params<float>& p) { be.decode_step<sequential_mode>(p); });
       be.finish();
       seq_seconds += std::chrono::duration<double>(clock::now() - t1).count();
       for (int l = 0; l < o.layers; ++l) {
@@ -334,4 +332,4 @@ int run(const options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return example_main<options>(argc, argv, parse, usage, run); }
+int main(int argc, char** argv) { return example_main<options>(argc, argv, parse, run); }

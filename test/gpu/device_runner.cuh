@@ -8,7 +8,7 @@
 
 #include <cuda_runtime.h>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include <replayssm/cuda.cuh>
 
@@ -99,14 +99,14 @@ status device_run(const typename State::params& hp, State& st, Launch&& launch) 
   p.read_copy = m.mirror(hp.read_copy, st.sizes.read_copy);
   p.read_copy_scales = m.mirror(hp.read_copy_scales, st.sizes.read_copy_scales);
   p.cursors = m.mirror(hp.cursors, st.sizes.cursors);
-  const uint32_t no_errors = 0;
-  device_copy flags(&no_errors, sizeof no_errors);
-  p.error_flags = flags.get<uint32_t>();
+  const step_report no_errors{};
+  device_copy report(&no_errors, sizeof no_errors);
+  p.report = report.get<step_report>();
   status launched = launch(p);
   if (!launched) return launched;
   REPLAYSSM_CUDA_CHECK(cudaDeviceSynchronize());
   m.download();
-  return cuda::take_step_errors(p.error_flags);
+  return cuda::take_step_errors(p.report);
 }
 
 /// The device decode runner of a host state's policy, in blocks of `Threads` threads.
@@ -186,8 +186,9 @@ void require_bit_identical(const typename R::case_type& c, int steps) {
   }
 }
 
-/// A decode step on the device reports a slot outside the pool and a cursor no step could
-/// have left, and skips their requests: their outputs and state stay as they were.
+/// A decode step on the device reports a slot outside the pool, a cursor no step could have
+/// left and a slot named by two requests, with the request's index, and steps nothing: every
+/// output, state and cursor stays as it was (a request is never half-stepped).
 template <class R, class Policy>
 void require_device_skips_bad_rows(const typename R::case_type& c) {
   using state = typename R::template state<Policy, float>;
@@ -206,13 +207,24 @@ void require_device_skips_bad_rows(const typename R::case_type& c) {
   const auto before = st.checkpoint_values(0);
   const step_runner<state> decode = device_decode<state>();
   status s = decode(p, st);
-  CHECK_THAT(s.message(), Catch::Matchers::Contains("slot index was outside"));
+  CHECK_THAT(s.message(), contains_text("slot index was outside"));
   CHECK(std::all_of(out.begin(), out.end(), [](float v) { return v == 7.0f; }));
+  CHECK_THAT(s.message(), contains_text("request 0"));
   slots = {0, -1};
-  st.cursors[1].length = 9;
+  st.cursors[1].length = 9;  // head 1 of slot 0; head 0 alone would be steppable
+  const std::vector<replay_cursor> cursors = st.cursors;
   s = decode(p, st);
-  CHECK_THAT(s.message(), Catch::Matchers::Contains("window cursor held a length"));
+  CHECK_THAT(s.message(), contains_text("window cursor held a length"));
   CHECK(st.checkpoint_values(0) == before);
+  CHECK(std::all_of(out.begin(), out.end(), [](float v) { return v == 7.0f; }));
+  CHECK(std::memcmp(st.cursors.data(), cursors.data(), cursors.size() * sizeof(replay_cursor)) == 0);
+  st.cursors[1].length = 0;
+  slots = {1, 1};
+  const std::vector<replay_cursor> valid = st.cursors;
+  s = decode(p, st);
+  CHECK_THAT(s.message(), contains_text("request 0: two requests of the step named one state slot"));
+  CHECK(std::all_of(out.begin(), out.end(), [](float v) { return v == 7.0f; }));
+  CHECK(std::memcmp(st.cursors.data(), valid.data(), valid.size() * sizeof(replay_cursor)) == 0);
 }
 
 }  // namespace replayssm_test

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Main of the GPU tests: prints the skip marker when no CUDA device is present.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 #include <cuda_runtime.h>
 
 #include <cstdio>

@@ -8,8 +8,8 @@
 
 namespace replayssm {
 // A flush with stochastic rounding into every rounded format.
-template __global__ void cuda::mamba2_decode_kernel<writeback_policy<fp16_format, round_stochastic>, float, cuda::decode_block_threads, step_kind::decode>(mamba2_params);
-template __global__ void cuda::mamba2_decode_kernel<writeback_policy<bf16_format, round_stochastic>, bfloat16_t, cuda::decode_block_threads, step_kind::decode>(mamba2_params);
-template __global__ void cuda::mamba2_decode_kernel<replay_policy<16, fp8_e4m3_format, fp16_format, round_stochastic>, bfloat16_t, cuda::decode_block_threads, step_kind::decode>(mamba2_params);
-template __global__ void cuda::mamba2_decode_kernel<replay_policy<16, nvfp4_format, fp16_format, round_stochastic>, bfloat16_t, cuda::decode_block_threads, step_kind::decode>(mamba2_params);
+template __global__ void cuda::mamba2_decode_kernel<writeback_policy<fp16_format, round_stochastic>, float, cuda::decode_block_threads, step_kind::decode>(mamba2_params<float>);
+template __global__ void cuda::mamba2_decode_kernel<writeback_policy<bf16_format, round_stochastic>, bfloat16_t, cuda::decode_block_threads, step_kind::decode>(mamba2_params<bfloat16_t>);
+template __global__ void cuda::mamba2_decode_kernel<replay_policy<16, fp8_e4m3_format, fp16_format, round_stochastic>, bfloat16_t, cuda::decode_block_threads, step_kind::decode>(mamba2_params<bfloat16_t>);
+template __global__ void cuda::mamba2_decode_kernel<replay_policy<16, nvfp4_format, fp16_format, round_stochastic>, bfloat16_t, cuda::decode_block_threads, step_kind::decode>(mamba2_params<bfloat16_t>);
 }  // namespace replayssm

@@ -3,7 +3,7 @@
 // replay primitives must build with g++ as well as nvcc.
 #include <replayssm/replayssm.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 TEST_CASE("the umbrella header compiles with a plain C++ compiler", "[headers]") {
   CHECK(REPLAYSSM_CUDA_COMPILER == 0);

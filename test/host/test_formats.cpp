@@ -4,7 +4,7 @@
 // saturation, and unbiased stochastic encoding. Scalar conversions are tested in
 // test_rounding.cpp; here they serve as the reference.
 #include <algorithm>
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 #include <cmath>
 #include <cstdint>
 #include <cstring>

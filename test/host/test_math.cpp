@@ -4,7 +4,7 @@
 #include <replayssm/numeric/math.hpp>
 #include <replayssm/replay/scalar_decay.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 #include <cmath>
 #include <random>

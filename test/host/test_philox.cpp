@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Philox-4x32-10 against Random123's known answers, and the random-word stream's
 // independence from how it is called.
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 #include <cstdint>
 #include <vector>
 

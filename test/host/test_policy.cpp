@@ -6,7 +6,7 @@
 #include <replayssm/policy/policy.hpp>
 #include <replayssm/policy/traffic.hpp>
 
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 
 using namespace replayssm;
 

@@ -4,7 +4,7 @@
 // statistics. The reference works in double from the formats' definitions (IEEE 754 /
 // OCP MX), not from the library's integer code.
 #include <algorithm>
-#include <catch2/catch.hpp>
+#include "../support/catch.hpp"
 #include <cmath>
 #include <cstdint>
 #include <cstring>

@@ -4,7 +4,7 @@
 // and the step runners that act on a host state.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -25,13 +25,13 @@ struct alignas(16) block16 {
 inline std::vector<block16> aligned_bytes(size_t n) { return std::vector<block16>((n + 15) / 16); }
 
 /// The state pools (checkpoint and read copy), cursors and flush phases of one layer under
-/// `Policy`, in host memory. `Sizes` is the recurrence's buffer sizes, `HeadShape` its
-/// head's shape (which picks its write_head_state and read_head_state).
-template <class Policy, class Sizes, class HeadShape>
+/// `Policy`, in host memory. `Sizes` is the recurrence's buffer sizes, `Shape` its layer
+/// shape (which picks its write_head_state and read_head_state).
+template <class Policy, class Sizes, class Shape>
 struct host_state_pools {
   using policy = Policy;
   int heads;              ///< state heads per slot
-  HeadShape head;         ///< the shape of each
+  Shape shape;            ///< the layer's shape
   int64_t head_elements;  ///< state values of each
   int num_slots;
   int draft_tokens;  ///< verify steps of up to this many drafts (0: decode steps only)
@@ -40,10 +40,10 @@ struct host_state_pools {
   std::vector<replay_cursor> cursors;
   std::vector<int32_t> phase;
 
-  host_state_pools(int state_heads, HeadShape head_shape, int64_t elements_per_head, int slots, int drafts,
+  host_state_pools(int state_heads, Shape layer_shape, int64_t elements_per_head, int slots, int drafts,
                    const Sizes& buffer_sizes)
       : heads(state_heads),
-        head(head_shape),
+        shape(layer_shape),
         head_elements(elements_per_head),
         num_slots(slots),
         draft_tokens(drafts),
@@ -57,6 +57,9 @@ struct host_state_pools {
 
   static void* ptr(std::vector<block16>& v) { return v.empty() ? nullptr : v.data(); }
   static float* ptr(std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+  /// A window buffer of activations of type T.
+  template <class T>
+  static T* typed(std::vector<block16>& v) { return static_cast<T*>(ptr(v)); }
 
   /// Fills the fields of `p` that name the pools, the cursors and the flush phases.
   template <class Params>
@@ -80,12 +83,28 @@ struct host_state_pools {
                                                                   int64_t(slot) * heads + h, head_elements);
   }
 
+  /// Every byte of the pools, cursors and flush phases, then of `windows` (vectors of any
+  /// type): to compare a state before and after a step.
+  template <class... Windows>
+  std::vector<uint8_t> bytes_with(const Windows&... windows) const {
+    std::vector<uint8_t> all;
+    const auto add = [&all](const auto& v) {
+      const auto* first = reinterpret_cast<const uint8_t*>(v.data());
+      all.insert(all.end(), first, first + v.size() * sizeof(v[0]));
+    };
+    for (const auto* v : {&checkpoint, &checkpoint_scales, &read_copy, &read_copy_scales}) add(*v);
+    add(cursors);
+    add(phase);
+    (add(windows), ...);
+    return all;
+  }
+
   /// Sets slot `slot` to `values` (each head's state in turn, row-major) and empties its window.
   void set_state(int slot, const std::vector<double>& values) {
     std::vector<float> f(static_cast<size_t>(head_elements));
     for (int h = 0; h < heads; ++h) {
       for (int64_t i = 0; i < head_elements; ++i) f[size_t(i)] = float(values[size_t(h * head_elements + i)]);
-      write_head_state<Policy>(serial_executor{}, f.data(), head, checkpoint_view(slot, h), read_view(slot, h));
+      write_head_state<Policy>(serial_executor{}, f.data(), shape, checkpoint_view(slot, h), read_view(slot, h));
       cursors[size_t(slot) * heads + h] = replay_cursor{};
     }
   }
@@ -94,7 +113,7 @@ struct host_state_pools {
   std::vector<float> checkpoint_values(int slot) {
     std::vector<float> out(size_t(head_elements * heads));
     for (int h = 0; h < heads; ++h)
-      read_head_state(serial_executor{}, checkpoint_view(slot, h), head, out.data() + h * head_elements);
+      read_head_state(serial_executor{}, checkpoint_view(slot, h), shape, out.data() + h * head_elements);
     return out;
   }
 };

@@ -8,7 +8,7 @@
 // (mamba2/harness.hpp), gdn_harness (gated_deltanet/harness.hpp).
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <algorithm>
 #include <random>

@@ -21,66 +21,55 @@ namespace cpu {
 namespace detail {
 
 /// A Gated DeltaNet decode or verify step of every request.
-template <class Policy, step_kind Kind>
-status gdn_tokens_step(const gdn_params& p) {
+template <class Policy, step_kind Kind, class Act>
+status gdn_tokens_step(const gdn_params<Act>& p) {
   if (status s = validate_gdn<Policy>(p, /*host_memory=*/true, Kind); !s) return s;
-  const gdn_shape shape{p.value_dim, p.key_dim};
-  const size_t bytes = gdn_scratch_layout::make(shape, Policy::window, p.tokens).bytes();
-  status result;
-  dispatch_dtype(p.act_dtype, [&](auto act) {
-    using Act = decltype(act);
-    result = for_each_request_head(p, bytes, "gated_deltanet", [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-      const gdn_head_views<Policy, Act> v(p, b, h, slot);
-      return gdn_head_step<Kind>(serial_executor{}, v.in, v.state, shape, scratch);
-    });
+  const size_t bytes = gdn_scratch_layout::make(p.shape(), Policy::window, p.tokens).bytes();
+  return for_each_request_head(p, bytes, "gated_deltanet", [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+    const gdn_head_views<Policy, Act> v(p, b, h, slot);
+    return gdn_head_step<Kind>(serial_executor{}, v.in, v.state, p.shape(), scratch);
   });
-  return result;
 }
 
 }  // namespace detail
 
 /// One decode step for every request of `p` (host memory), under any policy: write-back or
 /// replay.
-template <class Policy>
-[[nodiscard]] status gdn_decode_step(const gdn_params& p) {
+template <class Policy, class Act>
+[[nodiscard]] status gdn_decode_step(const gdn_params<Act>& p) {
   return detail::gdn_tokens_step<Policy, step_kind::decode>(p);
 }
 
 /// The conventional step: read, update and write the whole state.
-template <class StateFormat, class Rounding = round_nearest_even>
-[[nodiscard]] status writeback_decode_step(const gdn_params& p) {
+template <class StateFormat, class Rounding = round_nearest_even, class Act>
+[[nodiscard]] status writeback_decode_step(const gdn_params<Act>& p) {
   return gdn_decode_step<writeback_policy<StateFormat, Rounding>>(p);
 }
 
 /// The replay step: output from checkpoint + window, flush when the window fills.
-template <class Policy>
-[[nodiscard]] status replay_decode_step(const gdn_params& p) {
+template <class Policy, class Act>
+[[nodiscard]] status replay_decode_step(const gdn_params<Act>& p) {
   static_assert(!Policy::is_writeback, "replay_decode_step needs a window longer than 1");
   return gdn_decode_step<Policy>(p);
 }
 
 /// The speculative verify step; the drafts wait in the window until `commit_drafts`
 /// (runtime/commit.hpp).
-template <class Policy>
-[[nodiscard]] status replay_verify_step(const gdn_params& p) {
+template <class Policy, class Act>
+[[nodiscard]] status replay_verify_step(const gdn_params<Act>& p) {
   return detail::gdn_tokens_step<Policy, step_kind::verify>(p);
 }
 
 /// The conventional verify step: each draft's state written to its snapshot slot.
-template <class StateFormat>
-[[nodiscard]] status snapshot_verify_step(const gdn_params& p) {
+template <class StateFormat, class Act>
+[[nodiscard]] status snapshot_verify_step(const gdn_params<Act>& p) {
   if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/true); !s) return s;
-  const size_t bytes = gdn_scratch_layout::make({p.value_dim, p.key_dim}, 0, p.tokens).bytes();
-  status result;
-  dispatch_dtype(p.act_dtype, [&](auto act) {
-    using Act = decltype(act);
-    result = detail::for_each_request_head(p, bytes, "gated_deltanet",
-                                           [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-                                             return gdn_snapshot_head_step<StateFormat, Act>(serial_executor{}, p, b,
-                                                                                             h, slot, scratch);
-                                           });
-  });
-  return result;
+  const size_t bytes = gdn_scratch_layout::make(p.shape(), 0, p.tokens).bytes();
+  return detail::for_each_request_head(p, bytes, "gated_deltanet",
+                                       [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+                                         return gdn_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h, slot,
+                                                                                    scratch);
+                                       });
 }
 
 }  // namespace cpu

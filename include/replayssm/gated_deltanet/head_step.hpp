@@ -43,12 +43,6 @@
 
 namespace replayssm {
 
-/// Rows and columns of one value head's state.
-struct gdn_shape {
-  int32_t value_dim;  ///< V: rows
-  int32_t key_dim;    ///< K: columns, at most gdn_max_key_dim
-};
-
 /// Largest key dimension: a work item holds a whole state row in registers.
 inline constexpr int32_t gdn_max_key_dim = 128;
 
@@ -111,7 +105,7 @@ struct gdn_scratch_layout {
   int32_t keys, queries, window_u, log_decay, beta, state_decay, key_coef, query_coef, norm, total;
 
   /// The layout of a step of up to `tokens` tokens under a policy of window `window`.
-  REPLAYSSM_HOST_DEVICE static gdn_scratch_layout make(gdn_shape s, int32_t window, int32_t tokens = 1) {
+  REPLAYSSM_HOST_DEVICE static gdn_scratch_layout make(gdn_layer_shape s, int32_t window, int32_t tokens = 1) {
     gdn_scratch_layout l{};
     l.tokens = tokens;
     l.entries = window + tokens;
@@ -256,7 +250,7 @@ REPLAYSSM_HOST_DEVICE float fold_row(const Exec& ex, gdn_row_part<Lanes>& s, con
 /// entry's log decay and write strength. Ends with a barrier.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void stage_gdn_entries(const Exec& ex, const gdn_head_inputs<Act>& in,
-                                             const gdn_head_state<Policy, Act>& st, gdn_shape shape,
+                                             const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape,
                                              const step_plan& plan, const gdn_scratch_layout& l, float* scratch) {
   const int32_t K = shape.key_dim, L = plan.length;
   for (int32_t t = 0; t < plan.tokens; ++t) {
@@ -295,7 +289,7 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_entries(const Exec& ex, const gdn_head_inpu
 /// the folded entries and the coefficients of the entries e it sees: exp(decay e -> t)
 /// (k_e . k_t) for e before t, exp(decay e -> t) (k_e . q_t) for e up to t. Ends with a barrier.
 template <class Exec>
-REPLAYSSM_HOST_DEVICE void stage_gdn_coefficients(const Exec& ex, gdn_shape shape, const step_plan& plan,
+REPLAYSSM_HOST_DEVICE void stage_gdn_coefficients(const Exec& ex, gdn_layer_shape shape, const step_plan& plan,
                                                   const gdn_scratch_layout& l, float* scratch) {
   const int32_t K = shape.key_dim, E = l.entries, F = plan.folded, L = plan.length;
   const float* log_decay = scratch + l.log_decay;
@@ -324,7 +318,7 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_coefficients(const Exec& ex, gdn_shape shap
 /// u. Writes the outputs and the open tokens' u to the window. Ends without a barrier.
 template <step_kind Kind, class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& in,
-                                    const gdn_head_state<Policy, Act>& st, gdn_shape shape, const step_plan& plan,
+                                    const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape, const step_plan& plan,
                                     const gdn_scratch_layout& l, const float* scratch) {
   // A decode step's one token is a constant: its per-token arrays stay in registers.
   constexpr int MaxTokens = Kind == step_kind::decode ? 1 : max_draft_tokens;
@@ -398,7 +392,7 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
 /// `raw_inputs` mode v and beta, after the committed entries.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void append_gdn_tokens(const Exec& ex, const gdn_head_inputs<Act>& in,
-                                             const gdn_head_state<Policy, Act>& st, gdn_shape shape,
+                                             const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape,
                                              const step_plan& plan, const gdn_scratch_layout& l,
                                              const float* scratch) {
   if (plan.folded == plan.entries()) return;
@@ -422,7 +416,7 @@ REPLAYSSM_HOST_DEVICE void append_gdn_tokens(const Exec& ex, const gdn_head_inpu
 /// Returns the step's error bits; on an error nothing is written.
 template <step_kind Kind = step_kind::decode, class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE uint32_t gdn_head_step(const Exec& ex, const gdn_head_inputs<Act>& in,
-                                               const gdn_head_state<Policy, Act>& st, gdn_shape shape,
+                                               const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape,
                                                float* scratch) {
   const step_plan plan = plan_step<Kind>(st, in.tokens);
   if (plan.error != step_ok) return plan.error;

@@ -21,6 +21,7 @@
 
 #include "replayssm/config.hpp"
 #include "replayssm/runtime/requests.hpp"
+#include "replayssm/runtime/step_params.hpp"
 #include "replayssm/numeric/activation.hpp"
 #include "replayssm/gated_deltanet/recurrence.hpp"
 #include "replayssm/gated_deltanet/head_step.hpp"
@@ -28,84 +29,58 @@
 namespace replayssm {
 
 /// Arguments of one Gated DeltaNet step for a batch: a decode step (one token per request)
-/// or a speculative verify step (up to `tokens` drafts per request).
-struct gdn_params {
-  // Shape. Tensor-parallel shards are simply fewer heads.
-  int32_t batch = 0;
-  int32_t heads = 0;      ///< HV, value heads (a multiple of key_heads)
+/// or a speculative verify step (up to `tokens` drafts per request), with activations of
+/// element type `Act` (as in `mamba2_params`).
+template <class Act>
+struct gdn_params : step_params {
+  static_assert(is_activation_v<Act>, "gdn_params: Act must be float, half_t, bfloat16_t, __half or __nv_bfloat16");
+  using activation = Act;
+  // Shape (and `heads`: HV, value heads, a multiple of key_heads). Tensor-parallel shards are
+  // simply fewer heads.
   int32_t key_heads = 0;  ///< HK
   int32_t key_dim = 0;    ///< K, a multiple of 16 in [16, gdn_max_key_dim]
   int32_t value_dim = 0;  ///< V, in [1, 256]
 
-  // Tokens per request, as in mamba2_params.
-  int32_t tokens = 1;
-  const int32_t* token_counts = nullptr;  ///< [batch] drafts of each request in [1, tokens]; optional
-
-  // Step inputs and output, in `act_dtype`.
-  dtype act_dtype = dtype::f32;
-  const void* q = nullptr;  ///< [batch * tokens][HK][K], before normalization
+  // Step inputs and output.
+  const Act* q = nullptr;  ///< [batch * tokens][HK][K], before normalization
   int64_t q_batch_stride = 0, q_head_stride = 0;
-  const void* k = nullptr;  ///< [batch * tokens][HK][K], before normalization
+  const Act* k = nullptr;  ///< [batch * tokens][HK][K], before normalization
   int64_t k_batch_stride = 0, k_head_stride = 0;
-  const void* v = nullptr;  ///< [batch * tokens][HV][V]
+  const Act* v = nullptr;  ///< [batch * tokens][HV][V]
   int64_t v_batch_stride = 0, v_head_stride = 0;
-  void* o = nullptr;  ///< [batch * tokens][HV][V] output (before the output norm and gate)
+  Act* o = nullptr;  ///< [batch * tokens][HV][V] output (before the output norm and gate)
   int64_t o_batch_stride = 0, o_head_stride = 0;
-  const void* a = nullptr;  ///< [batch * tokens][HV] raw decay projection
+  const Act* a = nullptr;  ///< [batch * tokens][HV] raw decay projection
   int64_t a_batch_stride = 0, a_head_stride = 0;
-  const void* b = nullptr;  ///< [batch * tokens][HV] raw write-strength projection
+  const Act* b = nullptr;  ///< [batch * tokens][HV] raw write-strength projection
   int64_t b_batch_stride = 0, b_head_stride = 0;
 
   // Per-head weights, float.
   const float* A_log = nullptr;    ///< [HV]
   const float* dt_bias = nullptr;  ///< [HV], optional (0)
 
-  // State slots: request b uses slot slot_indices[b] (b when null); pad_slot_id skips it.
-  const int32_t* slot_indices = nullptr;
-  int32_t pad_slot_id = -1;
-  int32_t num_slots = 0;
-
-  // Recurrent state.
-  void* checkpoint = nullptr;  ///< checkpoint pool (the state itself for write-back)
-  void* checkpoint_scales = nullptr;
-  void* read_copy = nullptr;  ///< separate read copy pool; unused in shared mode
-  void* read_copy_scales = nullptr;
-
-  // Window (replay only) and bookkeeping.
-  int32_t window_entries = 0;  ///< ring entries per slot; 0: the policy's window
+  // Window buffers (replay only), rings of `window_entries` entries per slot.
   float* window_u = nullptr;
   float* window_k = nullptr;
   float* window_g = nullptr;
-  void* window_v = nullptr;        ///< raw_inputs mode only
+  Act* window_v = nullptr;         ///< raw_inputs mode only
   float* window_beta = nullptr;    ///< raw_inputs mode only
-  replay_cursor* cursors = nullptr;      ///< [num_slots][HV]; optional for nearest-even write-back
-  const int32_t* flush_phase = nullptr;  ///< [num_slots] first-window shortening, optional
-  uint64_t seed = 0;                     ///< stochastic-rounding seed
 
-  // Speculative decoding.
-  const int32_t* accepted_counts = nullptr;  ///< [batch] drafts each request keeps (commit_drafts)
-  const int32_t* snapshot_slots = nullptr;   ///< [batch][tokens] the snapshot baseline's slots
-
-  /// Ring entries the window buffers hold (`window_entries`, or the policy's window).
-  template <class Policy>
-  REPLAYSSM_HOST_DEVICE int32_t ring_entries() const {
-    return window_entries > 0 ? window_entries : Policy::window;
-  }
-
-  uint32_t* error_flags = nullptr;  ///< device step_error bits, as in mamba2_params
+  /// The layer shape of the heads this step covers.
+  REPLAYSSM_HOST_DEVICE gdn_layer_shape shape() const { return {heads, key_heads, key_dim, value_dim}; }
 };
 
-/// Params of a batch whose activations are all contiguous: shape, dtype, tokens per request
-/// and strides set, every pointer still null.
-inline gdn_params contiguous_gdn_params(gdn_layer_shape s, int32_t batch, dtype act, int32_t tokens = 1) {
-  gdn_params p;
+/// Params of a batch whose activations of type `Act` are all contiguous: shape, tokens per
+/// request and strides set, every pointer still null.
+template <class Act>
+gdn_params<Act> contiguous_gdn_params(gdn_layer_shape s, int32_t batch, int32_t tokens = 1) {
+  gdn_params<Act> p;
   p.batch = batch;
   p.tokens = tokens;
   p.heads = s.value_heads;
   p.key_heads = s.key_heads;
   p.key_dim = s.key_dim;
   p.value_dim = s.value_dim;
-  p.act_dtype = act;
   p.q_batch_stride = p.k_batch_stride = int64_t(s.key_heads) * s.key_dim;
   p.q_head_stride = p.k_head_stride = s.key_dim;
   p.v_batch_stride = p.o_batch_stride = int64_t(s.value_heads) * s.value_dim;
@@ -121,16 +96,16 @@ struct gdn_head_views {
   gdn_head_inputs<Act> in;
   gdn_head_state<Policy, Act> state;
 
-  REPLAYSSM_HOST_DEVICE gdn_head_views(const gdn_params& p, int32_t b, int32_t h, int32_t slot) {
+  REPLAYSSM_HOST_DEVICE gdn_head_views(const gdn_params<Act>& p, int32_t b, int32_t h, int32_t slot) {
     const int32_t kh = h / (p.heads / p.key_heads);
     const int64_t row = int64_t(b) * p.tokens;
-    auto rows = [row](const void* base, int64_t token_stride, int64_t offset) {
-      return token_rows<const Act>{static_cast<const Act*>(base) + row * token_stride + offset, token_stride};
+    auto rows = [row](const Act* base, int64_t token_stride, int64_t offset) {
+      return token_rows<const Act>{base + row * token_stride + offset, token_stride};
     };
     in.q = rows(p.q, p.q_batch_stride, kh * p.q_head_stride);
     in.k = rows(p.k, p.k_batch_stride, kh * p.k_head_stride);
     in.v = rows(p.v, p.v_batch_stride, h * p.v_head_stride);
-    in.o = {static_cast<Act*>(p.o) + row * p.o_batch_stride + h * p.o_head_stride, p.o_batch_stride};
+    in.o = {p.o + row * p.o_batch_stride + h * p.o_head_stride, p.o_batch_stride};
     in.a = rows(p.a, p.a_batch_stride, h * p.a_head_stride);
     in.b = rows(p.b, p.b_batch_stride, h * p.b_head_stride);
     in.tokens = request_tokens(p, b);
@@ -139,7 +114,7 @@ struct gdn_head_views {
 
     bind_head_state(p, slot, h, int64_t(p.value_dim) * p.key_dim, state);
     if constexpr (!Policy::is_writeback) {
-      const int64_t E = p.ring_entries<Policy>(), HV = p.heads, V = p.value_dim;
+      const int64_t E = p.template ring_entries<Policy>(), HV = p.heads, V = p.value_dim;
       state.window_entries = int32_t(E);
       state.window_u = p.window_u + (slot * E * HV + h) * V;
       state.window_u_stride = HV * V;
@@ -148,7 +123,7 @@ struct gdn_head_views {
       state.window_g = p.window_g + slot * E * HV + h;
       state.window_g_stride = HV;
       if (p.window_v != nullptr) {
-        state.window_v = static_cast<Act*>(p.window_v) + (slot * E * HV + h) * V;
+        state.window_v = p.window_v + (slot * E * HV + h) * V;
         state.window_v_stride = HV * V;
         state.window_beta = p.window_beta + slot * E * HV + h;
         state.window_beta_stride = HV;

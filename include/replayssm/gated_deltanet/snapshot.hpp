@@ -19,7 +19,7 @@ namespace replayssm {
 /// The snapshot verify step of request `b`, value head `h` (state in `slot`): draft t's
 /// state goes to p.snapshot_slots[b][t], its output to o.
 template <class StateFormat, class Act, class Exec>
-REPLAYSSM_HOST_DEVICE uint32_t gdn_snapshot_head_step(const Exec& ex, const gdn_params& p, int32_t b, int32_t h,
+REPLAYSSM_HOST_DEVICE uint32_t gdn_snapshot_head_step(const Exec& ex, const gdn_params<Act>& p, int32_t b, int32_t h,
                                                       int32_t slot, float* scratch) {
   using Policy = writeback_policy<StateFormat>;
   if (slot < 0 || slot >= p.num_slots) return error_slot_out_of_range;
@@ -30,7 +30,7 @@ REPLAYSSM_HOST_DEVICE uint32_t gdn_snapshot_head_step(const Exec& ex, const gdn_
     const int32_t snapshot = p.snapshot_slots[int64_t(b) * p.tokens + t];
     if (snapshot < 0 || snapshot >= p.num_slots) return error_slot_out_of_range;
   }
-  const gdn_shape shape{p.value_dim, p.key_dim};
+  const gdn_layer_shape shape = p.shape();
   const step_plan plan{0, T, T, true, 0, 0, 0u, step_ok};
   const auto l = gdn_scratch_layout::make(shape, 0, T);
   stage_gdn_entries(ex, v.in, v.state, shape, plan, l, scratch);
@@ -55,9 +55,9 @@ REPLAYSSM_HOST_DEVICE uint32_t gdn_snapshot_head_step(const Exec& ex, const gdn_
 
 /// Validates `p` for the snapshot verify step (`p.tokens` drafts per request, slots in
 /// `p.snapshot_slots`). With `host_memory` every slot and token count is checked too.
-template <class StateFormat>
-[[nodiscard]] status validate_snapshot(const gdn_params& p, bool host_memory) {
-  gdn_params one = p;  // every other check is the write-back step's
+template <class StateFormat, class Act>
+[[nodiscard]] status validate_snapshot(const gdn_params<Act>& p, bool host_memory) {
+  gdn_params<Act> one = p;  // every other check is the write-back step's
   one.tokens = 1;
   one.token_counts = nullptr;
   if (status s = validate_gdn<writeback_policy<StateFormat>>(one, host_memory); !s) return s;

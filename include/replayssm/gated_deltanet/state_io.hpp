@@ -18,7 +18,7 @@ namespace replayssm {
 /// and, in separate mode, the read copy, rounding to nearest even (after prefill, or when a
 /// slot is reused). Reset the head's cursor to `replay_cursor{}` with it.
 template <class Policy, class Exec>
-REPLAYSSM_HOST_DEVICE void write_head_state(const Exec& ex, const float* values, gdn_shape shape,
+REPLAYSSM_HOST_DEVICE void write_head_state(const Exec& ex, const float* values, gdn_layer_shape shape,
                                                 const state_head_view<typename Policy::checkpoint_format>& checkpoint,
                                                 const state_head_view<typename Policy::read_format>& read_copy) {
   const int32_t V = shape.value_dim, K = shape.key_dim;
@@ -36,7 +36,7 @@ REPLAYSSM_HOST_DEVICE void write_head_state(const Exec& ex, const float* values,
 
 /// Decodes a value head's state view into `values` (V x K floats, row-major).
 template <class Format, class Exec>
-REPLAYSSM_HOST_DEVICE void read_head_state(const Exec& ex, const state_head_view<Format>& view, gdn_shape shape,
+REPLAYSSM_HOST_DEVICE void read_head_state(const Exec& ex, const state_head_view<Format>& view, gdn_layer_shape shape,
                                                float* values) {
   const int32_t V = shape.value_dim, K = shape.key_dim;
   ex.for_each_row(V, [&](int p, int lane) {

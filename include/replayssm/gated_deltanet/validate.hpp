@@ -19,10 +19,10 @@ inline constexpr int32_t gdn_max_value_dim = 256;
 
 /// Validates `p` for a decode or verify step (`kind`) under `Policy`, in its
 /// window mode. With `host_memory` (the CPU path) the slot indices, flush phases and
-/// token counts are checked too; on the device the kernel checks them, skips a bad row and
-/// reports it through `error_flags`.
-template <class Policy>
-[[nodiscard]] status validate_gdn(const gdn_params& p, bool host_memory, step_kind kind = step_kind::decode) {
+/// token counts are checked too; on the device a check before the step finds them and reports
+/// them through `report`.
+template <class Policy, class Act>
+[[nodiscard]] status validate_gdn(const gdn_params<Act>& p, bool host_memory, step_kind kind = step_kind::decode) {
   using detail::field;
   using ckpt = typename Policy::checkpoint_format;
   using read = typename Policy::read_format;
@@ -44,10 +44,7 @@ template <class Policy>
     return status::error(w + field("key_dim", p.key_dim) + " is not a multiple of the formats' chunk (" + ckpt::name +
                          ", " + read::name + ")");
   if (status s = detail::check_tokens<Policy>(who, p, kind, host_memory); !s) return s;
-  const int elem = dtype_size(p.act_dtype);
-  if (elem == 0)
-    return status::error(w + "unsupported activation dtype tag " + std::to_string(int(p.act_dtype)) +
-                         " (expected f32, f16 or bf16)");
+  constexpr int elem = sizeof(Act);
   if (status s = detail::check_slot_fields(who, p); !s) return s;
 
   status s;
@@ -80,8 +77,7 @@ template <class Policy>
     return status::error(w + "stochastic rounding needs cursors (they count flushes, which key the random bits)");
   if (p.cursors != nullptr && !detail::aligned(p.cursors, alignof(replay_cursor)))
     return status::error(w + "cursors are misaligned");
-  if (host_memory) return detail::check_slots_and_phases<Policy>(who, p);
-  return {};
+  return host_memory ? detail::check_requests<Policy>(who, p, kind) : detail::check_report(who, p);
 }
 
 }  // namespace replayssm

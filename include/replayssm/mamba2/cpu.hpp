@@ -20,72 +20,61 @@ namespace cpu {
 namespace detail {
 
 /// Scratch bytes of a Mamba-2 step of `tokens` tokens.
-template <class Policy>
-size_t scratch_bytes(const mamba2_params& p, int32_t tokens) {
-  return mamba2_scratch_layout<Policy>::make({p.head_dim, p.state_dim}, tokens).bytes();
+template <class Policy, class Act>
+size_t scratch_bytes(const mamba2_params<Act>& p, int32_t tokens) {
+  return mamba2_scratch_layout<Policy>::make(p.shape(), tokens).bytes();
 }
 
 /// A decode or verify step of every request.
-template <class Policy, step_kind Kind>
-status mamba2_tokens_step(const mamba2_params& p) {
+template <class Policy, step_kind Kind, class Act>
+status mamba2_tokens_step(const mamba2_params<Act>& p) {
   if (status s = validate_mamba2<Policy>(p, /*host_memory=*/true, Kind); !s) return s;
-  status result;
-  dispatch_dtype(p.act_dtype, [&](auto act) {
-    using Act = decltype(act);
-    result = for_each_request_head(p, scratch_bytes<Policy>(p, p.tokens), "mamba2",
-                                   [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-                                     const mamba2_head_views<Policy, Act> v(p, b, h, slot);
-                                     return mamba2_head_step<Kind>(serial_executor{}, v.in, v.state,
-                                                                     {p.head_dim, p.state_dim}, scratch);
-                                   });
-  });
-  return result;
+  return for_each_request_head(p, scratch_bytes<Policy>(p, p.tokens), "mamba2",
+                               [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+                                 const mamba2_head_views<Policy, Act> v(p, b, h, slot);
+                                 return mamba2_head_step<Kind>(serial_executor{}, v.in, v.state, p.shape(), scratch);
+                               });
 }
 
 }  // namespace detail
 
 /// One decode step for every request of `p` (host memory), under any policy: write-back or
 /// replay.
-template <class Policy>
-[[nodiscard]] status mamba2_decode_step(const mamba2_params& p) {
+template <class Policy, class Act>
+[[nodiscard]] status mamba2_decode_step(const mamba2_params<Act>& p) {
   return detail::mamba2_tokens_step<Policy, step_kind::decode>(p);
 }
 
 /// The conventional step: read, update and write the whole state.
-template <class StateFormat, class Rounding = round_nearest_even>
-[[nodiscard]] status writeback_decode_step(const mamba2_params& p) {
+template <class StateFormat, class Rounding = round_nearest_even, class Act>
+[[nodiscard]] status writeback_decode_step(const mamba2_params<Act>& p) {
   return mamba2_decode_step<writeback_policy<StateFormat, Rounding>>(p);
 }
 
 /// The replay step: output from checkpoint + window, flush when the window fills.
-template <class Policy>
-[[nodiscard]] status replay_decode_step(const mamba2_params& p) {
+template <class Policy, class Act>
+[[nodiscard]] status replay_decode_step(const mamba2_params<Act>& p) {
   static_assert(!Policy::is_writeback, "replay_decode_step needs a window longer than 1");
   return mamba2_decode_step<Policy>(p);
 }
 
 /// The speculative verify step: every draft's output from checkpoint + window + the drafts
 /// before it; the drafts wait in the window until `commit_drafts` (runtime/commit.hpp).
-template <class Policy>
-[[nodiscard]] status replay_verify_step(const mamba2_params& p) {
+template <class Policy, class Act>
+[[nodiscard]] status replay_verify_step(const mamba2_params<Act>& p) {
   return detail::mamba2_tokens_step<Policy, step_kind::verify>(p);
 }
 
 /// The conventional verify step: each draft's state written to its snapshot slot.
-template <class StateFormat>
-[[nodiscard]] status snapshot_verify_step(const mamba2_params& p) {
+template <class StateFormat, class Act>
+[[nodiscard]] status snapshot_verify_step(const mamba2_params<Act>& p) {
   using Policy = writeback_policy<StateFormat>;
   if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/true); !s) return s;
-  status result;
-  dispatch_dtype(p.act_dtype, [&](auto act) {
-    using Act = decltype(act);
-    result = detail::for_each_request_head(p, detail::scratch_bytes<Policy>(p, 1), "mamba2",
-                                           [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-                                             return mamba2_snapshot_head_step<StateFormat, Act>(serial_executor{}, p,
-                                                                                                b, h, slot, scratch);
-                                           });
-  });
-  return result;
+  return detail::for_each_request_head(p, detail::scratch_bytes<Policy>(p, 1), "mamba2",
+                                       [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+                                         return mamba2_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h,
+                                                                                       slot, scratch);
+                                       });
 }
 
 }  // namespace cpu

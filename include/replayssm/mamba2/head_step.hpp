@@ -35,12 +35,6 @@
 
 namespace replayssm {
 
-/// Rows and columns of one head's state.
-struct mamba2_shape {
-  int32_t head_dim;   ///< P
-  int32_t state_dim;  ///< N
-};
-
 /// One head's inputs and outputs for a step of `tokens` tokens (one for a decode step; the
 /// drafts of a verify step), with the activations of the head and its group.
 template <class Act>
@@ -138,7 +132,7 @@ struct mamba2_scratch_layout {
       partial, xw, Bw, bc_partial, weight, window_sum, total;
 
   /// The layout of a step of up to `tokens` tokens (1 for decode steps).
-  REPLAYSSM_HOST_DEVICE static mamba2_scratch_layout make(mamba2_shape s, int32_t tokens = 1) {
+  REPLAYSSM_HOST_DEVICE static mamba2_scratch_layout make(mamba2_layer_shape s, int32_t tokens = 1) {
     mamba2_scratch_layout l{};
     l.tokens = tokens;
     l.entries = window + tokens;
@@ -244,7 +238,7 @@ struct entry_rows {
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                               const mamba2_head_state<Policy, Act>& st,
-                                              mamba2_shape shape, const step_plan& plan,
+                                              mamba2_layer_shape shape, const step_plan& plan,
                                               const mamba2_scratch_layout<Policy>& l,
                                               float* scratch) {
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
@@ -299,7 +293,7 @@ REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_
 /// Ends without a barrier.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<Act>& in,
-                                      const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
+                                      const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape shape,
                                       const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
                                       float* scratch) {
   using ckpt_format = typename Policy::checkpoint_format;
@@ -379,7 +373,7 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
 /// Read: per-item partial sums of R C_t from the read copy for every token t, the state
 /// read once for all of them. Ends without a barrier.
 template <class Policy, class Act, class Exec>
-REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
+REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape shape,
                                      const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
                                      float* scratch) {
   using layout = mamba2_scratch_layout<Policy>;
@@ -422,7 +416,7 @@ REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_state<Pol
 /// that their loads overlap the state's (placed after it, the read step took 18% longer).
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void window_dots(const Exec& ex, const mamba2_head_inputs<Act>& in,
-                                       const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
+                                       const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape shape,
                                        const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
                                        float* scratch) {
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
@@ -442,7 +436,7 @@ REPLAYSSM_HOST_DEVICE void window_dots(const Exec& ex, const mamba2_head_inputs<
 /// The window term of every token t, second part: sum over the entries j it sees of
 /// coef_tj (B_j . C_t) x_j per row. Starts with a barrier (after the state pass).
 template <class Policy, class Exec>
-REPLAYSSM_HOST_DEVICE void window_sums(const Exec& ex, mamba2_shape shape, const step_plan& plan,
+REPLAYSSM_HOST_DEVICE void window_sums(const Exec& ex, mamba2_layer_shape shape, const step_plan& plan,
                                        const mamba2_scratch_layout<Policy>& l, float* scratch) {
   const int32_t Pp = l.padded_rows, E = l.entries, F = plan.folded, blocks16 = shape.state_dim / 16;
   ex.sync();
@@ -470,7 +464,7 @@ REPLAYSSM_HOST_DEVICE void window_sums(const Exec& ex, mamba2_shape shape, const
 /// or the read copy, decayed to the token, plus its window term.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void write_outputs(const Exec& ex, const mamba2_head_inputs<Act>& in,
-                                         mamba2_shape shape, const step_plan& plan,
+                                         mamba2_layer_shape shape, const step_plan& plan,
                                          const mamba2_scratch_layout<Policy>& l,
                                          const float* scratch) {
   using layout = mamba2_scratch_layout<Policy>;
@@ -492,7 +486,7 @@ REPLAYSSM_HOST_DEVICE void write_outputs(const Exec& ex, const mamba2_head_input
 /// appending head), unless a flush folded them into the checkpoint.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void append_tokens(const Exec& ex, const mamba2_head_inputs<Act>& in,
-                                         const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
+                                         const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape shape,
                                          const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
                                          const float* scratch) {
   if (plan.folded == plan.entries()) return;
@@ -518,7 +512,7 @@ REPLAYSSM_HOST_DEVICE void append_tokens(const Exec& ex, const mamba2_head_input
 /// Returns the step's error bits; on an error nothing is written.
 template <step_kind Kind = step_kind::decode, class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE uint32_t mamba2_head_step(const Exec& ex, const mamba2_head_inputs<Act>& in,
-                                                  const mamba2_head_state<Policy, Act>& st, mamba2_shape shape,
+                                                  const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape shape,
                                                   float* scratch) {
   const step_plan plan = plan_step<Kind>(st, in.tokens);
   if (plan.error != step_ok) return plan.error;

@@ -35,7 +35,7 @@ REPLAYSSM_HOST_DEVICE mamba2_head_inputs<Act> single_token(mamba2_head_inputs<Ac
 /// The snapshot verify step of request `b`, head `h` (state in `slot`): draft t reads the
 /// state of draft t-1 (the slot's for t = 0) and writes its own to p.snapshot_slots[b][t].
 template <class StateFormat, class Act, class Exec>
-REPLAYSSM_HOST_DEVICE uint32_t mamba2_snapshot_head_step(const Exec& ex, const mamba2_params& p, int32_t b,
+REPLAYSSM_HOST_DEVICE uint32_t mamba2_snapshot_head_step(const Exec& ex, const mamba2_params<Act>& p, int32_t b,
                                                          int32_t h, int32_t slot, float* scratch) {
   using Policy = writeback_policy<StateFormat>;
   if (slot < 0 || slot >= p.num_slots) return error_slot_out_of_range;
@@ -50,7 +50,7 @@ REPLAYSSM_HOST_DEVICE uint32_t mamba2_snapshot_head_step(const Exec& ex, const m
     st.checkpoint_source = st.checkpoint;
     st.checkpoint = state_head_view<StateFormat>::in_pool(p.checkpoint, p.checkpoint_scales,
                                                           int64_t(snapshot) * p.heads + h, elements);
-    mamba2_head_step(ex, single_token(v.in, t), st, {p.head_dim, p.state_dim}, scratch);
+    mamba2_head_step(ex, single_token(v.in, t), st, p.shape(), scratch);
     ex.sync();  // the next draft reads this one's state and reuses the scratch
   }
   return step_ok;
@@ -58,9 +58,9 @@ REPLAYSSM_HOST_DEVICE uint32_t mamba2_snapshot_head_step(const Exec& ex, const m
 
 /// Validates `p` for the snapshot verify step (`p.tokens` drafts per request, slots in
 /// `p.snapshot_slots`). With `host_memory` every slot and token count is checked too.
-template <class StateFormat>
-[[nodiscard]] status validate_snapshot(const mamba2_params& p, bool host_memory) {
-  mamba2_params one = p;  // every other check is the write-back step's
+template <class StateFormat, class Act>
+[[nodiscard]] status validate_snapshot(const mamba2_params<Act>& p, bool host_memory) {
+  mamba2_params<Act> one = p;  // every other check is the write-back step's
   one.tokens = 1;
   one.token_counts = nullptr;
   if (status s = validate_mamba2<writeback_policy<StateFormat>>(one, host_memory); !s) return s;

@@ -32,7 +32,7 @@ REPLAYSSM_HOST_DEVICE void store_head_values(const Exec& ex, const float* values
 /// separate mode, the read copy, rounding to nearest even. Reset the head's cursor to
 /// `replay_cursor{}` with it.
 template <class Policy, class Exec>
-REPLAYSSM_HOST_DEVICE void write_head_state(const Exec& ex, const float* values, mamba2_shape shape,
+REPLAYSSM_HOST_DEVICE void write_head_state(const Exec& ex, const float* values, mamba2_layer_shape shape,
                                             const state_head_view<typename Policy::checkpoint_format>& checkpoint,
                                             const state_head_view<typename Policy::read_format>& read_copy) {
   const int32_t elements = shape.head_dim * shape.state_dim;
@@ -42,7 +42,7 @@ REPLAYSSM_HOST_DEVICE void write_head_state(const Exec& ex, const float* values,
 
 /// Decodes a head's state view into `values` (P x N floats, row-major).
 template <class Format, class Exec>
-REPLAYSSM_HOST_DEVICE void read_head_state(const Exec& ex, const state_head_view<Format>& view, mamba2_shape shape,
+REPLAYSSM_HOST_DEVICE void read_head_state(const Exec& ex, const state_head_view<Format>& view, mamba2_layer_shape shape,
                                            float* values) {
   ex.for_each(shape.head_dim * shape.state_dim / Format::chunk_elems, [&](int c) {
     float chunk[Format::chunk_elems];

@@ -22,10 +22,9 @@ inline constexpr int32_t max_head_dim = 256;
 
 /// Validates `p` for a decode or verify step (`kind`) under `Policy`. With
 /// `host_memory` (the CPU path) the slot indices, flush phases and token counts are checked
-/// too; on the device they are checked by the kernel, which skips a bad row and reports it
-/// through `error_flags`.
-template <class Policy>
-[[nodiscard]] status validate_mamba2(const mamba2_params& p, bool host_memory,
+/// too; on the device a check before the step finds them and reports them through `report`.
+template <class Policy, class Act>
+[[nodiscard]] status validate_mamba2(const mamba2_params<Act>& p, bool host_memory,
                                      step_kind kind = step_kind::decode) {
   using detail::field;
   using ckpt = typename Policy::checkpoint_format;
@@ -46,10 +45,7 @@ template <class Policy>
     return status::error("mamba2: " + field("state_dim", p.state_dim) + " is not a multiple of the formats' chunk (" +
                          ckpt::name + ", " + read::name + ")");
   if (status s = detail::check_tokens<Policy>("mamba2", p, kind, host_memory); !s) return s;
-  const int elem = dtype_size(p.act_dtype);
-  if (elem == 0)
-    return status::error("mamba2: unsupported activation dtype tag " + std::to_string(int(p.act_dtype)) +
-                         " (expected f32, f16 or bf16)");
+  constexpr int elem = sizeof(Act);
   if (status s = detail::check_slot_fields("mamba2", p); !s) return s;
 
   status s;
@@ -77,8 +73,7 @@ template <class Policy>
   if (p.cursors != nullptr && !detail::aligned(p.cursors, alignof(replay_cursor)))
     return status::error("mamba2: cursors are misaligned");
 
-  if (host_memory) return detail::check_slots_and_phases<Policy>("mamba2", p);
-  return {};
+  return host_memory ? detail::check_requests<Policy>("mamba2", p, kind) : detail::check_report("mamba2", p);
 }
 
 }  // namespace replayssm

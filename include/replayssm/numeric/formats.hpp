@@ -370,4 +370,61 @@ struct is_state_format : std::bool_constant<detail::state_format_shape_ok<F>()> 
 template <class F>
 inline constexpr bool state_format_v = is_state_format<F>::value;
 
+/// Largest chunk a state format may have. A kernel holds a few chunks of floats per thread in
+/// registers; larger chunks (a per-row format of 128 elements, say) spill to local memory.
+/// Split such a format's rows into chunks of at most this many elements, each with its own
+/// scales.
+inline constexpr int max_chunk_elems = 32;
+
+namespace detail {
+
+template <class F, template <class> class Member, class = void>
+struct has_member : std::false_type {};
+template <class F, template <class> class Member>
+struct has_member<F, Member, std::void_t<Member<F>>> : std::true_type {};
+
+template <class F> using name_t = decltype(F::name);
+template <class F> using chunk_elems_t = decltype(F::chunk_elems);
+template <class F> using block_elems_t = decltype(F::block_elems);
+template <class F> using data_bytes_t = decltype(F::data_bytes_per_chunk);
+template <class F> using scale_bytes_t = decltype(F::scale_bytes_per_chunk);
+template <class F> using random_words_t = decltype(F::random_words_per_chunk);
+template <class F> using bytes_per_element_t = decltype(F::bytes_per_element);
+template <class F> using is_exact_fp32_t = decltype(F::is_exact_fp32);
+template <class F>
+using decode_t = decltype(F::decode(std::declval<const uint8_t*>(), std::declval<const uint8_t*>(),
+                                    std::declval<float (&)[F::chunk_elems]>()));
+template <class F>
+using encode_t = decltype(F::template encode<round_stochastic>(std::declval<const float (&)[F::chunk_elems]>(),
+                                                               std::declval<const uint32_t*>(),
+                                                               std::declval<uint8_t*>(), std::declval<uint8_t*>()));
+
+}  // namespace detail
+
+/// Checks `F` against the state-format concept one member at a time, so that a format missing
+/// one gets an error that names it; the policy layer instantiates it for every format.
+template <class F>
+struct state_format_check {
+  template <template <class> class Member>
+  static constexpr bool has = detail::has_member<F, Member>::value;
+  static_assert(has<detail::name_t>, "state format: missing `static constexpr const char* name`");
+  static_assert(has<detail::chunk_elems_t>, "state format: missing `static constexpr int chunk_elems`");
+  static_assert(has<detail::block_elems_t>, "state format: missing `static constexpr int block_elems`");
+  static_assert(has<detail::data_bytes_t>, "state format: missing `static constexpr int data_bytes_per_chunk`");
+  static_assert(has<detail::scale_bytes_t>, "state format: missing `static constexpr int scale_bytes_per_chunk`");
+  static_assert(has<detail::random_words_t>, "state format: missing `static constexpr int random_words_per_chunk`");
+  static_assert(has<detail::bytes_per_element_t>, "state format: missing `static constexpr double bytes_per_element`");
+  static_assert(has<detail::is_exact_fp32_t>, "state format: missing `static constexpr bool is_exact_fp32`");
+  static_assert(has<detail::decode_t>,
+                "state format: missing `static void decode(const uint8_t*, const uint8_t*, float (&)[chunk_elems])`");
+  static_assert(has<detail::encode_t>,
+                "state format: missing `template <class Round> static void encode(const float (&)[chunk_elems], "
+                "const uint32_t*, uint8_t*, uint8_t*)`");
+  static constexpr bool complete = state_format_v<F>;
+  static_assert(!complete || F::chunk_elems <= max_chunk_elems,
+                "state format: chunk_elems is above max_chunk_elems (32): its chunks would spill from registers to "
+                "local memory in the kernels; use smaller chunks (docs/formats.md, \"Bringing your own format\")");
+  static constexpr bool ok = complete;
+};
+
 }  // namespace replayssm

@@ -31,12 +31,10 @@ template <int Window, class ReadFormat, class CheckpointFormat = ReadFormat,
 struct replay_policy {
   static_assert(Window >= 1 && Window <= max_window,
                 "replay_policy: Window must lie in [1, max_window]");
-  static_assert(state_format_v<ReadFormat>,
-                "replay_policy: ReadFormat does not model the state-format concept "
-                "(see numeric/formats.hpp)");
-  static_assert(state_format_v<CheckpointFormat>,
-                "replay_policy: CheckpointFormat does not model the state-format concept "
-                "(see numeric/formats.hpp)");
+  static_assert(state_format_check<ReadFormat>::ok,
+                "replay_policy: ReadFormat does not model the state-format concept (docs/formats.md)");
+  static_assert(state_format_check<CheckpointFormat>::ok,
+                "replay_policy: CheckpointFormat does not model the state-format concept (docs/formats.md)");
   static_assert(std::is_same_v<ReadFormat, CheckpointFormat> ||
                     ReadFormat::bytes_per_element <= CheckpointFormat::bytes_per_element,
                 "replay_policy: a separate read copy must not be wider than the checkpoint");
@@ -54,8 +52,20 @@ struct replay_policy {
   static constexpr bool is_writeback = (Window == 1);
 };
 
+namespace detail {
+
+template <class StateFormat, class Rounding>
+struct writeback_policy_of {
+  static_assert(state_format_v<StateFormat>,
+                "writeback_policy, writeback_decode_step and snapshot_verify_step take a state format (e.g. "
+                "fp32_format), not a policy; a policy runs with mamba2_decode_step<Policy> or gdn_decode_step<Policy>");
+  using type = replay_policy<1, StateFormat, StateFormat, Rounding>;
+};
+
+}  // namespace detail
+
 /// The conventional read-update-write step: a window of one, the state in one format.
 template <class StateFormat, class Rounding = round_nearest_even>
-using writeback_policy = replay_policy<1, StateFormat, StateFormat, Rounding>;
+using writeback_policy = typename detail::writeback_policy_of<StateFormat, Rounding>::type;
 
 }  // namespace replayssm

@@ -27,6 +27,7 @@ enum step_error : uint32_t {
   error_phase_out_of_range = 1u << 2,     ///< a flush phase outside [0, window)
   error_tokens_out_of_range = 1u << 3,    ///< a token count outside [1, max_draft_tokens] or the window
   error_accepted_out_of_range = 1u << 4,  ///< a commit of more drafts than were verified, or fewer than 0
+  error_duplicate_slot = 1u << 5,         ///< two requests of one step named the same state slot
 };
 
 /// Most tokens one verify step takes per request.
@@ -38,13 +39,17 @@ enum class step_kind : uint8_t {
   verify,  ///< speculative drafts, appended uncommitted; `commit_drafts` keeps a prefix
 };
 
-/// Keeps the first `accepted` drafts of a (slot, head)'s last verify step: moves its
-/// committed length, leaving rejected drafts to be overwritten. Nothing else is touched.
-REPLAYSSM_HOST_DEVICE uint32_t accept_drafts(replay_cursor& cursor, int32_t accepted) {
-  if (accepted < 0 || accepted > cursor.pending) return error_accepted_out_of_range;
+/// Whether a (slot, head) can keep `accepted` drafts of its last verify step.
+REPLAYSSM_HOST_DEVICE uint32_t accept_error(const replay_cursor& cursor, int32_t accepted) {
+  return accepted < 0 || accepted > cursor.pending ? error_accepted_out_of_range : step_ok;
+}
+
+/// Keeps the first `accepted` drafts of a (slot, head)'s last verify step (`accept_error`
+/// must be step_ok): moves its committed length, leaving rejected drafts to be overwritten.
+/// Nothing else is touched.
+REPLAYSSM_HOST_DEVICE void accept_drafts(replay_cursor& cursor, int32_t accepted) {
   cursor.length += accepted;
   cursor.pending = 0;
-  return step_ok;
 }
 
 }  // namespace replayssm

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "replayssm/config.hpp"
 #include "replayssm/runtime/requests.hpp"
@@ -16,13 +17,25 @@
 
 namespace replayssm {
 
-/// Commits `p.accepted_counts[b]` drafts of request `b` at head `h`; returns step_error bits.
+/// Why request `b` of `p` cannot commit `p.accepted_counts[b]` drafts at every head (step_error
+/// bits; step_ok when it can, or when it is padding).
 template <class Params>
-REPLAYSSM_HOST_DEVICE uint32_t commit_request_head(const Params& p, int32_t b, int32_t h) {
+REPLAYSSM_HOST_DEVICE uint32_t commit_request_errors(const Params& p, int32_t b) {
   const int32_t slot = request_slot(p, b);
-  if (slot == p.pad_slot_id) return step_ok;
-  if (slot < 0 || slot >= p.num_slots) return error_slot_out_of_range;
-  return accept_drafts(p.cursors[int64_t(slot) * p.heads + h], p.accepted_counts[b]);
+  if (const uint32_t errors = slot_errors(p, b); errors != step_ok || slot == p.pad_slot_id) return errors;
+  uint32_t errors = step_ok;
+  for (int32_t h = 0; h < p.heads; ++h) errors |= accept_error(p.cursors[int64_t(slot) * p.heads + h], p.accepted_counts[b]);
+  return errors;
+}
+
+/// Commits `p.accepted_counts[b]` drafts of request `b` at every head, or at none: returns
+/// the reason when it cannot (`commit_request_errors`).
+template <class Params>
+REPLAYSSM_HOST_DEVICE uint32_t commit_request(const Params& p, int32_t b) {
+  const int32_t slot = request_slot(p, b);
+  if (const uint32_t errors = commit_request_errors(p, b); errors != step_ok || slot == p.pad_slot_id) return errors;
+  for (int32_t h = 0; h < p.heads; ++h) accept_drafts(p.cursors[int64_t(slot) * p.heads + h], p.accepted_counts[b]);
+  return step_ok;
 }
 
 /// Validates `p` for a commit. With `host_memory` the accepted counts are checked against
@@ -35,16 +48,10 @@ template <class Params>
   if (p.cursors == nullptr) return status::error("commit: cursors are null");
   if (p.accepted_counts == nullptr) return status::error("commit: accepted_counts are null");
   if (status s = detail::check_slot_fields("commit", p); !s) return s;
-  if (!host_memory) return {};
+  if (!host_memory) return detail::check_report("commit", p);
   if (status s = detail::check_token_counts(p, "commit"); !s) return s;
   if (status s = detail::check_accepted_counts(p, "commit"); !s) return s;
-  for (int32_t b = 0; b < p.batch; ++b) {
-    const int32_t slot = request_slot(p, b);
-    if (slot != p.pad_slot_id && (slot < 0 || slot >= p.num_slots))
-      return status::error("commit: slot_indices[" + std::to_string(b) + "]=" + std::to_string(slot) +
-                           " is outside [0, " + std::to_string(p.num_slots) + ")");
-  }
-  return {};
+  return detail::check_request_slots("commit", p);
 }
 
 /// The commit of the conventional speculative baseline (mamba2/snapshot.hpp,
@@ -71,7 +78,7 @@ template <class Params>
                                                      const int32_t* snapshot_slots, bool host_memory) {
   if (slot_indices == nullptr || snapshot_slots == nullptr || p.accepted_counts == nullptr)
     return status::error("snapshot commit: slot_indices, snapshot_slots and accepted_counts must be set");
-  if (!host_memory) return {};
+  if (!host_memory) return detail::check_report("snapshot commit", p);
   if (status s = detail::check_token_counts(p, "snapshot commit"); !s) return s;
   return detail::check_accepted_counts(p, "snapshot commit");
 }
@@ -86,26 +93,43 @@ status check_snapshot_slots(const Params& p, bool host_memory) {
     return status::error("snapshot: tokens=" + std::to_string(p.tokens) + " is outside [1, max_draft_tokens=" +
                          std::to_string(max_draft_tokens) + "]");
   if (p.snapshot_slots == nullptr) return status::error("snapshot: snapshot_slots are null");
-  for (int64_t i = 0; host_memory && i < int64_t(p.batch) * p.tokens; ++i) {
-    if (p.snapshot_slots[i] < 0 || p.snapshot_slots[i] >= p.num_slots)
-      return status::error("snapshot: snapshot_slots[" + std::to_string(i) + "]=" + std::to_string(p.snapshot_slots[i]) +
-                           " is outside [0, " + std::to_string(p.num_slots) + ")");
+  if (!host_memory) return {};
+  if (status s = check_token_counts(p, "snapshot"); !s) return s;
+  // Every draft writes a slot of its own: no two drafts, and no draft and a request, share one.
+  std::vector<std::string> owner(size_t(p.num_slots));
+  for (int32_t b = 0; b < p.batch; ++b)
+    if (const int32_t slot = request_slot(p, b); slot >= 0 && slot < p.num_slots)
+      owner[size_t(slot)] = "slot_indices[" + std::to_string(b) + "]";
+  for (int32_t b = 0; b < p.batch; ++b) {
+    if (request_slot(p, b) == p.pad_slot_id) continue;
+    for (int32_t t = 0; t < request_tokens(p, b); ++t) {
+      const int64_t i = int64_t(b) * p.tokens + t;
+      const int32_t slot = p.snapshot_slots[i];
+      const std::string at = "snapshot: snapshot_slots[" + std::to_string(i) + "]=" + std::to_string(slot);
+      if (slot < 0 || slot >= p.num_slots)
+        return status::error(at + " is outside [0, " + std::to_string(p.num_slots) + ")");
+      if (!owner[size_t(slot)].empty())
+        return status::error(at + " is also " + owner[size_t(slot)] + ": every draft needs a slot of its own");
+      owner[size_t(slot)] = "snapshot_slots[" + std::to_string(i) + "]";
+    }
   }
-  return host_memory ? check_token_counts(p, "snapshot") : status{};
+  return {};
 }
 
 }  // namespace detail
 
 namespace cpu {
 
-/// Commits the accepted drafts of every request of `p` (host memory).
+/// Commits the accepted drafts of every request of `p` (host memory), or of none.
 template <class Params>
 [[nodiscard]] status commit_drafts(const Params& p) {
   if (status s = validate_commit(p, /*host_memory=*/true); !s) return s;
-  uint32_t errors = 0;
-  for (int32_t b = 0; b < p.batch; ++b)
-    for (int32_t h = 0; h < p.heads; ++h) errors |= commit_request_head(p, b, h);
-  if (errors != 0) return status::error("commit: " + describe_step_errors(errors));
+  for (int32_t b = 0; b < p.batch; ++b) {
+    if (const uint32_t errors = commit_request_errors(p, b); errors != step_ok)
+      return status::error("commit: request " + std::to_string(b) + ": " + describe_step_errors(errors) +
+                           "; nothing was committed");
+  }
+  for (int32_t b = 0; b < p.batch; ++b) commit_request(p, b);
   return {};
 }
 

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 #include <string>
 
@@ -20,33 +21,68 @@ namespace replayssm {
 namespace cuda {
 namespace detail {
 
+/// Records request `b`'s step_error bits in `p.report` (nothing when there are none).
+template <class Params>
+__device__ __forceinline__ void report(const Params& p, int32_t b, uint32_t errors) {
+  if (errors == step_ok) return;
+  atomicOr(&p.report->errors, errors);
+  atomicMax(&p.report->request_key, INT32_MAX - b);
+}
+
+/// True while `p.report` holds errors: every device step and commit then does nothing.
+template <class Params>
+__device__ __forceinline__ bool halted(const Params& p) {
+  return *static_cast<const volatile uint32_t*>(&p.report->errors) != 0;
+}
+
+/// The check before a step of `Kind`: one thread per request reports its `request_errors`
+/// (a slot out of range or shared, a cursor, phase or token count no step could have left),
+/// so that the step that follows, seeing the report, steps nothing.
+template <class Policy, step_kind Kind, class Params>
+__global__ void check_requests_kernel(const Params p) {
+  const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b < p.batch && !halted(p)) report(p, b, request_errors<Policy, Kind>(p, b));
+}
+
 /// The body of every per-(request, head) kernel, the device twin of the CPU's
 /// `for_each_request_head`: block (h, b) runs `head(b, h, slot, scratch)` on its dynamic shared
-/// memory unless request b is padding, reports a slot out of range, and ORs the step's error
-/// bits into `p.error_flags`.
+/// memory unless request b is padding or the report holds errors, and reports the step's own
+/// error bits.
 template <class Params, class HeadStep>
 __device__ __forceinline__ void run_request_head(const Params& p, HeadStep&& head) {
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
   const int32_t slot = request_slot(p, b);
-  if (slot == p.pad_slot_id) return;
+  if (slot == p.pad_slot_id || halted(p)) return;
   const uint32_t errors = slot >= 0 && slot < p.num_slots
                               ? head(b, h, slot, reinterpret_cast<float*>(scratch_storage))
                               : uint32_t(error_slot_out_of_range);
-  if (errors != step_ok && threadIdx.x == 0 && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+  if (threadIdx.x == 0) report(p, b, errors);
 }
 
 inline status cuda_error(const char* what, cudaError_t e) {
   return status::error(std::string("replayssm: ") + what + ": " + cudaGetErrorString(e));
 }
 
-/// Launches `kernel` over (heads, batch) blocks with `smem` bytes of dynamic shared memory.
+/// Launches `kernel` over (heads, batch) blocks with `smem` bytes of dynamic shared memory,
+/// after checking that the device has that much per block (`who` names the step).
 template <class Kernel, class Params>
-status launch_head_blocks(Kernel kernel, const Params& p, size_t smem, int threads, cudaStream_t stream) {
+status launch_head_blocks(Kernel kernel, const Params& p, size_t smem, int threads, cudaStream_t stream,
+                          const char* who) {
+  int device = 0, limit = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return cuda_error("no CUDA device", e);
+  if (const cudaError_t e = cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+      e != cudaSuccess)
+    return cuda_error("querying the shared memory per block", e);
+  if (smem > size_t(limit))
+    return status::error(std::string(who) + ": the step needs " + std::to_string(smem) +
+                         " bytes of shared memory per block (its shape, tokens=" + std::to_string(p.tokens) +
+                         " and window), more than the device's " + std::to_string(limit) +
+                         "; use fewer drafts or a smaller shape");
   if (smem > 48 * 1024) {
     if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
         e != cudaSuccess)
-      return cuda_error("the step's shared memory exceeds the device limit", e);
+      return cuda_error("raising the kernel's shared memory limit", e);
   }
   kernel<<<dim3(p.heads, p.batch), threads, smem, stream>>>(p);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
@@ -63,15 +99,22 @@ status launch_threads(Kernel kernel, int64_t count, cudaStream_t stream, const A
   return {};
 }
 
+/// A step of `Kind` under `Policy`: the request check (`check_requests_kernel`), then
+/// `kernel` over (heads, batch) blocks, both on `stream`.
+template <class Policy, step_kind Kind, class Kernel, class Params>
+status launch_step(Kernel kernel, const Params& p, size_t smem, int threads, cudaStream_t stream, const char* who) {
+  if (p.batch == 0) return {};
+  if (status s = launch_threads(check_requests_kernel<Policy, Kind, Params>, p.batch, stream, p); !s) return s;
+  return launch_head_blocks(kernel, p, smem, threads, stream, who);
+}
+
 }  // namespace detail
 
-/// Commits the accepted drafts of every (request, head): one thread each.
+/// Commits the accepted drafts of every request, all of its heads or none: one thread each.
 template <class Params>
 __global__ void commit_drafts_kernel(const Params p) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= int64_t(p.batch) * p.heads) return;
-  const uint32_t errors = commit_request_head(p, int32_t(i / p.heads), int32_t(i % p.heads));
-  if (errors != step_ok && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+  const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b < p.batch && !detail::halted(p)) detail::report(p, b, commit_request(p, b));
 }
 
 /// The snapshot baseline's commit: one thread per request. (A template, as every kernel of a
@@ -79,9 +122,7 @@ __global__ void commit_drafts_kernel(const Params p) {
 template <class Params>
 __global__ void snapshot_commit_kernel(const Params p, int32_t* slot_indices, int32_t* snapshot_slots) {
   const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b >= p.batch) return;
-  const uint32_t errors = snapshot_commit_request(p, slot_indices, snapshot_slots, b);
-  if (errors != step_ok && p.error_flags != nullptr) atomicOr(p.error_flags, errors);
+  if (b < p.batch && !detail::halted(p)) detail::report(p, b, snapshot_commit_request(p, slot_indices, snapshot_slots, b));
 }
 
 /// Commits `p.accepted_counts[b]` drafts of every request of any recurrence: moves the
@@ -90,7 +131,7 @@ __global__ void snapshot_commit_kernel(const Params p, int32_t* slot_indices, in
 template <class Params>
 [[nodiscard]] status commit_drafts(const Params& p, cudaStream_t stream = nullptr) {
   if (status s = validate_commit(p, /*host_memory=*/false); !s) return s;
-  return detail::launch_threads(commit_drafts_kernel<Params>, int64_t(p.batch) * p.heads, stream, p);
+  return detail::launch_threads(commit_drafts_kernel<Params>, p.batch, stream, p);
 }
 
 /// The conventional commit: request b's slot becomes the snapshot slot of its last accepted
@@ -102,15 +143,19 @@ template <class Params>
   return detail::launch_threads(snapshot_commit_kernel<Params>, p.batch, stream, p, slot_indices, snapshot_slots);
 }
 
-/// Reads and clears the device error flags; an error status describes what was skipped.
-[[nodiscard]] inline status take_step_errors(uint32_t* error_flags, cudaStream_t stream = nullptr) {
-  uint32_t bits = 0;
-  if (cudaError_t e = cudaMemcpyAsync(&bits, error_flags, sizeof bits, cudaMemcpyDeviceToHost, stream); e != cudaSuccess)
-    return detail::cuda_error("reading error flags", e);
-  if (cudaError_t e = cudaMemsetAsync(error_flags, 0, sizeof bits, stream); e != cudaSuccess)
-    return detail::cuda_error("clearing error flags", e);
+/// Reads and clears a device report (synchronizes `stream`); an error status names the
+/// lowest request that raised one and what was wrong. The steps that found errors, and every
+/// step after them until this call, stepped nothing.
+[[nodiscard]] inline status take_step_errors(step_report* report, cudaStream_t stream = nullptr) {
+  step_report r{};
+  if (cudaError_t e = cudaMemcpyAsync(&r, report, sizeof r, cudaMemcpyDeviceToHost, stream); e != cudaSuccess)
+    return detail::cuda_error("reading the step report", e);
+  if (cudaError_t e = cudaMemsetAsync(report, 0, sizeof r, stream); e != cudaSuccess)
+    return detail::cuda_error("clearing the step report", e);
   if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) return detail::cuda_error("synchronizing", e);
-  return bits == 0 ? status{} : status::error("replayssm: " + describe_step_errors(bits));
+  if (r.errors == 0) return {};
+  return status::error("replayssm: request " + std::to_string(INT32_MAX - r.request_key) + ": " +
+                       describe_step_errors(r.errors) + "; nothing was stepped until this report was taken");
 }
 
 }  // namespace cuda

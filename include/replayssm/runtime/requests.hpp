@@ -12,6 +12,7 @@
 #include "replayssm/runtime/status.hpp"
 #include "replayssm/numeric/philox.hpp"
 #include "replayssm/replay/state_view.hpp"
+#include "replayssm/replay/step_plan.hpp"
 
 namespace replayssm {
 
@@ -42,6 +43,58 @@ REPLAYSSM_HOST_DEVICE void bind_head_state(const Params& p, int32_t slot, int32_
   if constexpr (!Policy::is_writeback) state.phase = p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
   state.cursor = p.cursors == nullptr ? nullptr : p.cursors + head_index;
   state.key = random_stream_key{p.seed, uint32_t(slot), uint32_t(h), 0u};
+}
+
+/// What the device steps report instead of touching memory they must not (device memory,
+/// zeroed before the first step). While it holds errors every device step and commit that
+/// uses it does nothing, so that a bad request never leaves a batch half-stepped;
+/// `cuda::take_step_errors` reads and clears it.
+struct step_report {
+  uint32_t errors;      ///< step_error bits
+  int32_t request_key;  ///< INT32_MAX minus the lowest request index that raised one; 0: none
+};
+
+/// A head state with only what `plan_step` reads: a cursor, a phase and the ring's length.
+template <class Policy>
+struct cursor_probe {
+  using policy = Policy;
+  const replay_cursor* cursor;
+  int32_t phase;
+  int32_t window_entries;
+};
+
+/// step_error bits of head `h` of request `b` in slot `slot` for a step of `Kind`: its cursor,
+/// flush phase and token count against what a step could have left, by the planner the step
+/// itself runs.
+template <class Policy, step_kind Kind, class Params>
+REPLAYSSM_HOST_DEVICE uint32_t head_errors(const Params& p, int32_t b, int32_t slot, int32_t h) {
+  const int32_t phase = !Policy::is_writeback && p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
+  const replay_cursor* cursor = p.cursors != nullptr ? p.cursors + int64_t(slot) * p.heads + h : nullptr;
+  const cursor_probe<Policy> probe{cursor, phase, p.template ring_entries<Policy>()};
+  return plan_step<Kind>(probe, Kind == step_kind::decode ? 1 : request_tokens(p, b)).error;
+}
+
+/// step_error bits of request `b`'s slot: outside [0, num_slots), or shared with another
+/// request of the step. Step_ok for padding.
+template <class Params>
+REPLAYSSM_HOST_DEVICE uint32_t slot_errors(const Params& p, int32_t b) {
+  const int32_t slot = request_slot(p, b);
+  if (slot == p.pad_slot_id) return step_ok;
+  if (slot < 0 || slot >= p.num_slots) return error_slot_out_of_range;
+  for (int32_t other = 0; other < p.batch; ++other)
+    if (other != b && request_slot(p, other) == slot) return error_duplicate_slot;
+  return step_ok;
+}
+
+/// step_error bits of request `b` of `p` for a step of `Kind`: its `slot_errors`, or any of its
+/// heads' `head_errors`. Step_ok for padding.
+template <class Policy, step_kind Kind, class Params>
+REPLAYSSM_HOST_DEVICE uint32_t request_errors(const Params& p, int32_t b) {
+  const int32_t slot = request_slot(p, b);
+  if (const uint32_t errors = slot_errors(p, b); errors != step_ok || slot == p.pad_slot_id) return errors;
+  uint32_t errors = step_ok;
+  for (int32_t h = 0; h < p.heads; ++h) errors |= head_errors<Policy, Kind>(p, b, slot, h);
+  return errors;
 }
 
 namespace detail {

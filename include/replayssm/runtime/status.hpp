@@ -35,17 +35,18 @@ class status {
   std::string message_;
 };
 
-/// Text for a set of step_error bits.
+/// Text for a set of step_error bits: what was wrong, not what was done about it.
 inline std::string describe_step_errors(uint32_t bits) {
   std::string text;
   auto add = [&](uint32_t bit, const char* what) {
     if (bits & bit) text += (text.empty() ? "" : "; ") + std::string(what);
   };
-  add(error_slot_out_of_range, "a slot index was outside [0, num_slots) and not the pad id; its row was skipped");
-  add(error_cursor_out_of_range, "a window cursor held a length or ring start beyond the window; its head was skipped");
-  add(error_phase_out_of_range, "a flush phase was outside [0, window); its head was skipped");
-  add(error_tokens_out_of_range, "a request's token count was outside [1, tokens] or beyond the window; its head was skipped");
-  add(error_accepted_out_of_range, "a commit accepted more drafts than were verified (or fewer than 0); its cursor was left as it was");
+  add(error_slot_out_of_range, "a slot index was outside [0, num_slots) and not the pad id");
+  add(error_duplicate_slot, "two requests of the step named one state slot");
+  add(error_cursor_out_of_range, "a window cursor held a length or ring start that no step could have left");
+  add(error_phase_out_of_range, "a flush phase was outside [0, window)");
+  add(error_tokens_out_of_range, "a request's token count was outside [1, tokens] or beyond the window");
+  add(error_accepted_out_of_range, "a commit accepted more drafts than were verified (or fewer than 0)");
   return text;
 }
 

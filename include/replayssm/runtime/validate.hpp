@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "replayssm/runtime/requests.hpp"
 #include "replayssm/runtime/status.hpp"
@@ -107,20 +108,74 @@ status check_slot_fields(const char* who, const Params& p) {
   return {};
 }
 
-/// Checks the slot indices and flush phases held in host memory.
-template <class Policy, class Params>
-status check_slots_and_phases(const char* who, const Params& p) {
-  const std::string w = std::string(who) + ": ";
-  for (int32_t b = 0; b < p.batch && p.slot_indices != nullptr; ++b) {
-    const int32_t slot = p.slot_indices[b];
-    if (slot != p.pad_slot_id && (slot < 0 || slot >= p.num_slots))
-      return status::error(w + "slot_indices[" + std::to_string(b) + "]=" + std::to_string(slot) + " is outside [0, " +
-                           std::to_string(p.num_slots) + ") and is not the pad id " + std::to_string(p.pad_slot_id));
+/// The message of request `b`'s `slot_errors`, naming the buffer, the index and what was
+/// expected.
+template <class Params>
+std::string describe_slot_errors(const Params& p, int32_t b, uint32_t errors) {
+  const int32_t slot = request_slot(p, b);
+  const std::string at = "slot_indices[" + std::to_string(b) + "]=" + std::to_string(slot);
+  if (errors & error_slot_out_of_range)
+    return at + " is outside [0, " + std::to_string(p.num_slots) + ") and is not the pad id " +
+           std::to_string(p.pad_slot_id);
+  int32_t other = 0;
+  while (other == b || request_slot(p, other) != slot) ++other;
+  return at + " repeats slot_indices[" + std::to_string(other) + "]: two requests of one step cannot share a state slot";
+}
+
+/// The message of request `b`'s `request_errors`, naming the buffer, the index and what was
+/// expected.
+template <class Policy, step_kind Kind, class Params>
+std::string describe_request_errors(const Params& p, int32_t b, uint32_t errors) {
+  if (errors & (error_slot_out_of_range | error_duplicate_slot)) return describe_slot_errors(p, b, errors);
+  const int32_t slot = request_slot(p, b);
+  int32_t h = 0;
+  while (head_errors<Policy, Kind>(p, b, slot, h) == step_ok) ++h;
+  const int64_t index = int64_t(slot) * p.heads + h;
+  std::string text = "request " + std::to_string(b) + " (slot " + std::to_string(slot) + ", head " + std::to_string(h) +
+                     "): " + describe_step_errors(errors);
+  if (errors & error_phase_out_of_range)
+    text += ": flush_phase[" + std::to_string(slot) + "]=" + std::to_string(p.flush_phase[slot]) +
+            " is outside [0, window=" + std::to_string(Policy::window) + ")";
+  if (errors & error_cursor_out_of_range) {
+    const replay_cursor& c = p.cursors[index];
+    text += ": cursors[" + std::to_string(index) + "] holds length=" + std::to_string(c.length) +
+            " start=" + std::to_string(c.start) + " pending=" + std::to_string(c.pending) +
+            " flush_count=" + std::to_string(c.flush_count);
   }
-  for (int32_t slot = 0; slot < p.num_slots && p.flush_phase != nullptr && !Policy::is_writeback; ++slot) {
-    if (p.flush_phase[slot] < 0 || p.flush_phase[slot] >= Policy::window)
-      return status::error(w + "flush_phase[" + std::to_string(slot) + "]=" + std::to_string(p.flush_phase[slot]) +
-                           " is outside [0, window=" + std::to_string(Policy::window) + ")");
+  return text;
+}
+
+/// Checks that device params carry a report: the device finds bad slots and cursors itself.
+template <class Params>
+status check_report(const char* who, const Params& p) {
+  if (p.report == nullptr)
+    return status::error(std::string(who) + ": report is null: the device steps report bad slot indices and cursors "
+                                            "there (a zeroed replayssm::step_report in device memory)");
+  if (!aligned(p.report, alignof(step_report))) return status::error(std::string(who) + ": report is misaligned");
+  return {};
+}
+
+/// Checks the slot of every request in host memory (`slot_errors`).
+template <class Params>
+status check_request_slots(const char* who, const Params& p) {
+  for (int32_t b = 0; b < p.batch; ++b)
+    if (const uint32_t errors = slot_errors(p, b); errors != step_ok)
+      return status::error(std::string(who) + ": " + describe_slot_errors(p, b, errors));
+  return {};
+}
+
+/// Checks every request of a step of `kind` in host memory (`request_errors`) before any
+/// state is touched, so that a step is all or nothing.
+template <class Policy, class Params>
+status check_requests(const char* who, const Params& p, step_kind kind) {
+  for (int32_t b = 0; b < p.batch; ++b) {
+    const uint32_t errors = kind == step_kind::decode ? request_errors<Policy, step_kind::decode>(p, b)
+                                                      : request_errors<Policy, step_kind::verify>(p, b);
+    if (errors == step_ok) continue;
+    const std::string text = kind == step_kind::decode
+                                 ? describe_request_errors<Policy, step_kind::decode>(p, b, errors)
+                                 : describe_request_errors<Policy, step_kind::verify>(p, b, errors);
+    return status::error(std::string(who) + ": " + text + "; nothing was stepped");
   }
   return {};
 }

@@ -8,10 +8,10 @@
 
 namespace replayssm_test {
 
-template <>
-struct device_recurrence<gdn_params> {
-  template <class Policy, class Act>
-  static void mirror(device_mirror& m, gdn_params& p, const gdn_host_state<Policy, Act>& st) {
+template <class Act>
+struct device_recurrence<gdn_params<Act>> {
+  template <class Policy>
+  static void mirror(device_mirror& m, gdn_params<Act>& p, const gdn_host_state<Policy, Act>& st) {
     const size_t a = sizeof(Act), rows = size_t(p.batch) * size_t(p.tokens),
                  heads = size_t(st.shape.value_heads) * sizeof(float);
     p.q = m.upload(p.q, rows * p.q_batch_stride * a);
@@ -29,7 +29,7 @@ struct device_recurrence<gdn_params> {
     p.window_beta = m.mirror(p.window_beta, st.sizes.window_beta);
   }
   template <class Policy, int Threads>
-  static status decode(const gdn_params& p) {
+  static status decode(const gdn_params<Act>& p) {
     return cuda::gdn_decode_step<Policy, Threads>(p);
   }
 };

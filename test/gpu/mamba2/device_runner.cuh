@@ -8,10 +8,10 @@
 
 namespace replayssm_test {
 
-template <>
-struct device_recurrence<mamba2_params> {
-  template <class Policy, class Act>
-  static void mirror(device_mirror& m, mamba2_params& p, const mamba2_host_state<Policy, Act>& st) {
+template <class Act>
+struct device_recurrence<mamba2_params<Act>> {
+  template <class Policy>
+  static void mirror(device_mirror& m, mamba2_params<Act>& p, const mamba2_host_state<Policy, Act>& st) {
     const size_t a = sizeof(Act), rows = size_t(p.batch) * size_t(p.tokens),
                  heads = size_t(st.shape.heads) * sizeof(float);
     p.x = m.upload(p.x, rows * p.x_batch_stride * a);
@@ -28,7 +28,7 @@ struct device_recurrence<mamba2_params> {
     p.window_dt = m.mirror(p.window_dt, st.sizes.window_dt);
   }
   template <class Policy, int Threads>
-  static status decode(const mamba2_params& p) {
+  static status decode(const mamba2_params<Act>& p) {
     return cuda::mamba2_decode_step<Policy, Threads>(p);
   }
 };

@@ -47,14 +47,14 @@ TEST_CASE("the device reports bad mamba2 slots and cursors and skips their rows"
 }
 
 TEST_CASE("the mamba2 device launcher validates like the CPU one", "[gpu][mamba2][validation]") {
-  mamba2_params p;
+  mamba2_params<float> p;
   p.batch = 1;
   p.heads = 2;
   p.groups = 1;
   p.head_dim = 8;
   p.state_dim = 40;
   const status s = cuda::replay_decode_step<replay_policy<16, fp32_format>>(p);
-  CHECK_THAT(s.message(), Catch::Matchers::Contains("unsupported state_dim=40"));
+  CHECK_THAT(s.message(), contains_text("unsupported state_dim=40"));
 }
 
 TEST_CASE("a user-defined format runs in the ready-made CUDA step, bit for bit as on the CPU",
@@ -72,4 +72,39 @@ TEST_CASE("mamba2 stochastic-rounding states do not depend on the launch configu
   const mamba2_case c{{4, 24, 64, 2}, 3, 5, true, true, 57};
   require_bit_identical<mamba2_harness, policy, bfloat16_t, 64>(c, 260);
   require_bit_identical<mamba2_harness, policy, bfloat16_t, 256>(c, 260);
+}
+
+TEST_CASE("an engine's __nv_bfloat16 activations run the steps bit for bit as bfloat16_t", "[gpu][mamba2][decode]") {
+  // The same problem through CUDA's type and the library's: the same draws (the bits of the
+  // same bf16 values), the same kernels' arithmetic, so the same errors to the last bit.
+  using policy = replay_policy<8, fp32_format>;
+  const mamba2_case c{{4, 16, 32, 2}, 3, 5, true, true, 61};
+  const auto engine = gpu_mamba2_scenario<policy, __nv_bfloat16>(c, 4, true);
+  const auto library = gpu_mamba2_scenario<policy, bfloat16_t>(c, 4, true);
+  CHECK(engine.max_output_error == library.max_output_error);
+  CHECK(engine.max_state_error == library.max_state_error);
+  CHECK(engine.max_replay_vs_writeback == library.max_replay_vs_writeback);
+}
+
+TEST_CASE("a step that needs more shared memory than the device has is rejected before launch",
+          "[gpu][mamba2][validation]") {
+  // head_dim = state_dim = 256 with 8 drafts: the verify step's scratch is above 227 KB.
+  using policy = replay_policy<16, fp32_format>;
+  const mamba2_case c{{1, 256, 256, 1}, 1, 1, true, true, 62};
+  std::mt19937_64 rng(c.seed);
+  mamba2_inputs_host<float> in(c, rng, 8);
+  in.draw(rng);
+  mamba2_host_state<policy, float> st(c.shape, 1, 8);
+  std::vector<float> y(size_t(8) * 256, 7.0f);
+  std::vector<int32_t> drafts{8};
+  mamba2_params<float> p;
+  in.bind(p, c);
+  st.bind(p, false);
+  p.y = y.data();
+  p.token_counts = drafts.data();
+  const size_t smem = mamba2_scratch_layout<policy>::make(p.shape(), 8).bytes();
+  REQUIRE(smem > 227 * 1024);
+  const status s = device_run(p, st, [](const mamba2_params<float>& d) { return cuda::replay_verify_step<policy>(d); });
+  CHECK_THAT(s.message(), contains_text("bytes of shared memory per block"));
+  CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
 }

@@ -30,7 +30,7 @@ void require_spec_bit_identical(const mamba2_case& c, int tokens, int rounds) {
   for (int round = 0; round < rounds; ++round) {
     in.draw(rng);
     const round_plan plan(c.batch, tokens, round, rng);
-    mamba2_params p;
+    mamba2_params<Act> p;
     in.bind(p, c);
     plan.apply(p);
     p.seed = c.seed;
@@ -79,7 +79,7 @@ TEST_CASE("the device reports bad mamba2 draft and acceptance counts and leaves 
   for (int s = 0; s < c.num_slots; ++s) st.set_state(s, mamba2_harness::random_state(c.shape, rng));
   std::vector<float> y(size_t(8) * 64);
   std::vector<int32_t> slots{2, 0}, drafts{4, 0}, accepted{2, 0};
-  mamba2_params p;
+  mamba2_params<float> p;
   in.bind(p, c);  // two requests of up to 4 drafts
   st.bind(p, false);
   p.token_counts = drafts.data();
@@ -88,12 +88,12 @@ TEST_CASE("the device reports bad mamba2 draft and acceptance counts and leaves 
   p.y = y.data();
   const auto runners = device_spec_runners<mamba2_harness, policy, float>();
   status s = runners.verify(p, st);
-  CHECK_THAT(s.message(), Catch::Matchers::Contains("token count was outside"));
+  CHECK_THAT(s.message(), contains_text("token count was outside"));
   CHECK(st.cursors[0].pending == 0);  // request 1 (slot 0) was skipped
   CHECK(st.cursors[size_t(2) * 4].pending == 4);
   accepted = {5, 0};
   const auto cursors = st.cursors;
   s = runners.commit(p, st);
-  CHECK_THAT(s.message(), Catch::Matchers::Contains("commit accepted more drafts than were verified"));
+  CHECK_THAT(s.message(), contains_text("commit accepted more drafts than were verified"));
   CHECK(st.cursors[size_t(2) * 4].length == cursors[size_t(2) * 4].length);
 }

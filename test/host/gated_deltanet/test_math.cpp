@@ -6,7 +6,7 @@
 #include <replayssm/replay/executor.hpp>
 #include <replayssm/gated_deltanet/inputs.hpp>
 
-#include <catch2/catch.hpp>
+#include "../../support/catch.hpp"
 
 #include <algorithm>
 #include <cmath>

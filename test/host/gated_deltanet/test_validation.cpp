@@ -7,11 +7,10 @@
 #include "../../../examples/custom_policy/mxfp4_format.hpp"
 #include "../../support/gated_deltanet/harness.hpp"
 
-#include <catch2/catch.hpp>
+#include "../../support/catch.hpp"
 
 using namespace replayssm;
 using namespace replayssm_test;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -40,7 +39,7 @@ struct fixture {
   gdn_host_state<Policy, float> state;
   std::vector<float> o;
   std::vector<int32_t> slots{2, 0}, counts, accepted, snapshots;
-  gdn_params p;
+  gdn_params<float> p;
 
   explicit fixture(int tokens = 1, int num_slots = 3)
       : c{{4, 2, 32, 16}, 2, num_slots, 11},
@@ -77,15 +76,15 @@ struct fixture {
 };
 
 template <class Policy>
-status decode(const gdn_params& p) {
+status decode(const gdn_params<float>& p) {
   return cpu::gdn_decode_step<Policy>(p);
 }
 template <class Policy>
-status verify(const gdn_params& p) {
+status verify(const gdn_params<float>& p) {
   return cpu::replay_verify_step<Policy>(p);
 }
-status commit(const gdn_params& p) { return cpu::commit_drafts(p); }
-status snapshot_verify(const gdn_params& p) { return cpu::snapshot_verify_step<fp32_format>(p); }
+status commit(const gdn_params<float>& p) { return cpu::commit_drafts(p); }
+status snapshot_verify(const gdn_params<float>& p) { return cpu::snapshot_verify_step<fp32_format>(p); }
 
 /// A checker: builds `Fixture(args...)`, breaks it with `breaks` and checks that `step`
 /// then fails, writes nothing and says `says`.
@@ -94,7 +93,7 @@ auto rejector(Step step, Args... args) {
   return [=](auto breaks, const std::string& says) {
     Fixture f(args...);
     breaks(f);
-    CHECK_THAT(f.error(step), Contains(says));
+    CHECK_THAT(f.error(step), contains_text(says));
   };
 }
 
@@ -154,7 +153,6 @@ TEST_CASE("gdn: bad shapes, tokens, dtype and slot fields are rejected", "[gdn][
   rejects([](F& f) { f.p.token_counts = (f.counts = {1, 1}).data(); }, "a decode step takes one token per request");
   rejects([](F& f) { f.p.window_entries = 5; }, "window_entries=5 is shorter than the window 8");
   rejects([](F& f) { f.p.window_entries = -1; }, "window_entries=-1 is shorter than the window 8");
-  rejects([](F& f) { f.p.act_dtype = static_cast<dtype>(7); }, "unsupported activation dtype tag 7");
   rejects([](F& f) { f.p.num_slots = 0; }, "num_slots=0 must be positive");
   rejects([](F& f) { f.p.num_slots = -3; }, "num_slots=-3 must be positive");
   rejects([](F& f) { f.p.slot_indices = nullptr, f.p.batch = 4; },
@@ -164,6 +162,11 @@ TEST_CASE("gdn: bad shapes, tokens, dtype and slot fields are rejected", "[gdn][
   rejects([](F& f) { f.slots[0] = -2; }, "slot_indices[0]=-2 is outside [0, 3)");
   rejects([](F& f) { f.state.phase[2] = 8; }, "flush_phase[2]=8 is outside [0, window=8)");
   rejects([](F& f) { f.state.phase[0] = -1; }, "flush_phase[0]=-1 is outside");
+  rejects([](F& f) { f.slots = {2, 2}; }, "slot_indices[0]=2 repeats slot_indices[1]: two requests of one step cannot share a state slot");
+  // Head 3 of request 1 (slot 0): every other head could step, and none does.
+  rejects([](F& f) { f.state.cursors[3].length = 99; }, "request 1 (slot 0, head 3)");
+  rejector<fixture<replay8>>(verify<replay8>, 3)([](fixture<replay8>& f) { f.state.cursors[3].start = -1; },
+                                                 "cursors[3] holds length=0 start=-1");
 }
 
 TEST_CASE("gdn: bad activations and weights are rejected", "[gdn][validation]") {
@@ -222,7 +225,7 @@ TEST_CASE("gdn: bad state, window and cursor buffers are rejected", "[gdn][valid
   rejects_raw([](R& f) { f.p.window_v = shifted(f.p.window_v, 2); }, "window_v or window_beta is not aligned");
 
   using stochastic = writeback_policy<fp32_format, round_stochastic>;
-  rejector<fixture<stochastic>>([](const gdn_params& p) { return cpu::writeback_decode_step<fp32_format, round_stochastic>(p); })(
+  rejector<fixture<stochastic>>([](const gdn_params<float>& p) { return cpu::writeback_decode_step<fp32_format, round_stochastic>(p); })(
       [](fixture<stochastic>& f) { f.p.cursors = nullptr; }, "stochastic rounding needs cursors");
 
   // A cursor no step could have left: every head is skipped, nothing is written.
@@ -269,7 +272,7 @@ TEST_CASE("gdn: bad commits are rejected and leave the cursors as they were", "[
     REQUIRE(cpu::replay_verify_step<replay8>(f.p).ok());
     f.p.accepted_counts = (f.accepted = {2, 1}).data();
     breaks(f);
-    CHECK_THAT(f.error(commit), Contains(says));
+    CHECK_THAT(f.error(commit), contains_text(says));
   };
   rejects([](F& f) { f.p.cursors = nullptr; }, "commit: cursors are null");
   rejects([](F& f) { f.p.accepted_counts = nullptr; }, "commit: accepted_counts are null");
@@ -285,11 +288,11 @@ TEST_CASE("gdn: bad commits are rejected and leave the cursors as they were", "[
   rejects([](F& f) { f.p.token_counts = (f.counts = {4, 1}).data(); }, "commit: token_counts[0]=4 is outside [1, tokens=3]");
   rejects([](F& f) { f.p.slot_indices = nullptr, f.p.batch = 4; }, "batch=4 exceeds num_slots=3");
   // Beyond the cursors' pending drafts: a second commit of the same verify, or one with no verify.
-  rejects([](F& f) { REQUIRE(cpu::commit_drafts(f.p).ok()); }, "commit: a commit accepted more drafts than were verified");
+  rejects([](F& f) { REQUIRE(cpu::commit_drafts(f.p).ok()); }, "commit: request 0: a commit accepted more drafts than were verified (or fewer than 0); nothing was committed");
   {
     F f(3);  // no verify step: nothing pending
     f.p.accepted_counts = (f.accepted = {1, 1}).data();
-    CHECK_THAT(f.error(commit), Contains("a commit accepted more drafts than were verified"));
+    CHECK_THAT(f.error(commit), contains_text("a commit accepted more drafts than were verified"));
   }
   SECTION("a valid commit moves only the committed lengths") {
     F f(3);
@@ -312,7 +315,7 @@ TEST_CASE("gdn: bad snapshot verify steps and commits are rejected", "[gdn][vali
     f.p.snapshot_slots = (f.snapshots = {1, 3, 4, 5}).data();
     f.p.accepted_counts = (f.accepted = {2, 0}).data();
     breaks(f);
-    CHECK_THAT(f.error(step), Contains(says));
+    CHECK_THAT(f.error(step), contains_text(says));
   };
   rejects(snapshot_verify, [](F& f) { f.p.tokens = 0; }, "snapshot: tokens=0 is outside [1, max_draft_tokens=8]");
   rejects(snapshot_verify, [](F& f) { f.p.tokens = 9; }, "snapshot: tokens=9 is outside");
@@ -324,7 +327,7 @@ TEST_CASE("gdn: bad snapshot verify steps and commits are rejected", "[gdn][vali
   rejects(snapshot_verify, [](F& f) { f.slots[1] = 6; }, "slot_indices[1]=6 is outside [0, 6)");
   rejects(snapshot_verify, [](F& f) { f.p.k = nullptr; }, "gated_deltanet: k is null");
 
-  const auto snapshot_commit = [](const gdn_params& p) {
+  const auto snapshot_commit = [](const gdn_params<float>& p) {
     return cpu::snapshot_commit(p, const_cast<int32_t*>(p.slot_indices), const_cast<int32_t*>(p.snapshot_slots));
   };
   const std::string unset = "snapshot commit: slot_indices, snapshot_slots and accepted_counts must be set";

@@ -46,7 +46,7 @@ TEST_CASE("mamba2: decode steps continue a window left full by a commit", "[mamb
   st.set_state(0, mamba2_harness::random_state(c.shape, rng));
   std::vector<float> y(size_t(4) * 32);
   const std::vector<int32_t> accepted{4};
-  mamba2_params p;
+  mamba2_params<float> p;
   in.bind(p, c);  // one request of 4 drafts
   p.accepted_counts = accepted.data();
   st.bind(p, false);

@@ -4,7 +4,7 @@
 // runner is a parameter, so the CPU and CUDA tests share it.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "../catch.hpp"
 
 #include <algorithm>
 
@@ -43,7 +43,7 @@ gdn_scenario_result run_gdn_scenario(const gdn_case& c, int steps, bool stagger,
   gdn_scenario_result errors;
   for (int step = 0; step < steps; ++step) {
     in.draw(rng);
-    gdn_params p;
+    gdn_params<Act> p;
     in.bind(p, c);
     p.slot_indices = slots.data();
     p.seed = c.seed;
@@ -70,7 +70,7 @@ gdn_scenario_result run_gdn_scenario(const gdn_case& c, int steps, bool stagger,
 /// run_gdn_scenario on the CPU.
 template <class Policy, class Act>
 gdn_scenario_result cpu_gdn_scenario(const gdn_case& c, int steps, bool stagger) {
-  return run_gdn_scenario<Policy, Act>(c, steps, stagger, [](const gdn_params& p, gdn_host_state<Policy, Act>&) {
+  return run_gdn_scenario<Policy, Act>(c, steps, stagger, [](const gdn_params<Act>& p, gdn_host_state<Policy, Act>&) {
     return cpu::gdn_decode_step<Policy>(p);
   });
 }

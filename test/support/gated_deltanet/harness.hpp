@@ -59,8 +59,8 @@ struct gdn_inputs_host {
   }
 
   /// Sets `p` to contiguous params over these inputs (state and output fields unset).
-  void bind(gdn_params& p, const gdn_case& c) {
-    p = contiguous_gdn_params(c.shape, c.batch, activation_traits<Act>::tag, tokens);
+  void bind(gdn_params<Act>& p, const gdn_case& c) {
+    p = contiguous_gdn_params<Act>(c.shape, c.batch, tokens);
     p.q = q.data();
     p.k = k.data();
     p.v = v.data();
@@ -84,30 +84,31 @@ struct gdn_inputs_host {
 
 /// The library's state of one Gated DeltaNet layer for `Policy`, in host memory.
 template <class Policy, class Act>
-struct gdn_host_state : host_state_pools<Policy, gdn_buffer_sizes, gdn_shape> {
-  using params = gdn_params;
-  gdn_layer_shape shape;
+struct gdn_host_state : host_state_pools<Policy, gdn_buffer_sizes, gdn_layer_shape> {
+  using params = gdn_params<Act>;
   std::vector<block16> window_v;
   std::vector<float> window_u, window_k, window_g, window_beta;
 
   gdn_host_state(gdn_layer_shape s, int slots, int drafts = 0)
-      : host_state_pools<Policy, gdn_buffer_sizes, gdn_shape>(
-            s.value_heads, {s.value_dim, s.key_dim}, int64_t(s.value_dim) * s.key_dim, slots, drafts,
+      : host_state_pools<Policy, gdn_buffer_sizes, gdn_layer_shape>(
+            s.value_heads, s, int64_t(s.value_dim) * s.key_dim, slots, drafts,
             gdn_buffers<Policy>(s, slots, activation_traits<Act>::tag, drafts)),
-        shape(s),
         window_v(aligned_bytes(this->sizes.window_v)),
         window_u(this->sizes.window_u / sizeof(float)),
         window_k(this->sizes.window_k / sizeof(float)),
         window_g(this->sizes.window_g / sizeof(float)),
         window_beta(this->sizes.window_beta / sizeof(float)) {}
 
+  /// Every byte of the state, windows included.
+  std::vector<uint8_t> bytes() const { return this->bytes_with(window_v, window_u, window_k, window_g, window_beta); }
+
   /// Fills the state fields of `p`.
-  void bind(gdn_params& p, bool with_phase) {
+  void bind(gdn_params<Act>& p, bool with_phase) {
     this->bind_pools(p, with_phase);
     p.window_u = this->ptr(window_u);
     p.window_k = this->ptr(window_k);
     p.window_g = this->ptr(window_g);
-    p.window_v = this->ptr(window_v);
+    p.window_v = this->template typed<Act>(window_v);
     p.window_beta = this->ptr(window_beta);
   }
 };
@@ -122,10 +123,13 @@ struct gdn_harness {
 
   /// Values per token of the output o, and where the params keep it.
   static size_t outputs(const gdn_layer_shape& s) { return size_t(s.value_heads) * s.value_dim; }
-  static void*& output(gdn_params& p) { return p.o; }
+  template <class Act>
+  static Act*& output(gdn_params<Act>& p) {
+    return p.o;
+  }
 
-  template <class Policy>
-  static status cpu_decode(const gdn_params& p) {
+  template <class Policy, class Act>
+  static status cpu_decode(const gdn_params<Act>& p) {
     return cpu::gdn_decode_step<Policy>(p);
   }
 

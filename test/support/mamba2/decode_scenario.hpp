@@ -4,7 +4,7 @@
 // checkpoint compared. The step runners are parameters, so the CPU and CUDA tests share it.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "../catch.hpp"
 
 #include <algorithm>
 
@@ -50,7 +50,7 @@ mamba2_scenario_result run_mamba2_scenario(
   mamba2_scenario_result r;
   for (int t = 0; t < windows * Policy::window; ++t, ++r.steps) {
     in.draw(rng);
-    mamba2_params p;
+    mamba2_params<Act> p;
     in.bind(p, c);
     p.slot_indices = slots.data();
     p.seed = c.seed;
@@ -100,10 +100,10 @@ mamba2_scenario_result cpu_mamba2_scenario(const mamba2_case& c, int windows, bo
   using writeback_policy = writeback_policy<typename Policy::checkpoint_format>;
   return run_mamba2_scenario<Policy, Act>(
       c, windows, stagger, tol,
-      [](const mamba2_params& p, mamba2_host_state<writeback_policy, Act>&) {
+      [](const mamba2_params<Act>& p, mamba2_host_state<writeback_policy, Act>&) {
         return cpu::mamba2_decode_step<writeback_policy>(p);
       },
-      [](const mamba2_params& p, mamba2_host_state<Policy, Act>&) { return cpu::mamba2_decode_step<Policy>(p); });
+      [](const mamba2_params<Act>& p, mamba2_host_state<Policy, Act>&) { return cpu::mamba2_decode_step<Policy>(p); });
 }
 
 }  // namespace replayssm_test

@@ -67,8 +67,8 @@ struct mamba2_inputs_host {
   }
 
   /// Sets `p` to contiguous params over these inputs (state and output fields unset).
-  void bind(mamba2_params& p, const mamba2_case& c) {
-    p = contiguous_mamba2_params(c.shape, c.batch, activation_traits<Act>::tag, tokens);
+  void bind(mamba2_params<Act>& p, const mamba2_case& c) {
+    p = contiguous_mamba2_params<Act>(c.shape, c.batch, tokens);
     p.x = x.data();
     p.z = c.gate ? z.data() : nullptr;
     p.dt = dt.data();
@@ -94,26 +94,27 @@ struct mamba2_inputs_host {
 
 /// The library's state of one Mamba-2 layer for `Policy`, in host memory.
 template <class Policy, class Act>
-struct mamba2_host_state : host_state_pools<Policy, mamba2_buffer_sizes, mamba2_shape> {
-  using params = mamba2_params;
-  mamba2_layer_shape shape;
+struct mamba2_host_state : host_state_pools<Policy, mamba2_buffer_sizes, mamba2_layer_shape> {
+  using params = mamba2_params<Act>;
   std::vector<block16> window_x, window_B;
   std::vector<float> window_dt;
 
   mamba2_host_state(mamba2_layer_shape s, int slots, int drafts = 0)
-      : host_state_pools<Policy, mamba2_buffer_sizes, mamba2_shape>(
-            s.heads, {s.head_dim, s.state_dim}, int64_t(s.head_dim) * s.state_dim, slots, drafts,
+      : host_state_pools<Policy, mamba2_buffer_sizes, mamba2_layer_shape>(
+            s.heads, s, int64_t(s.head_dim) * s.state_dim, slots, drafts,
             mamba2_buffers<Policy>(s, slots, activation_traits<Act>::tag, drafts)),
-        shape(s),
         window_x(aligned_bytes(this->sizes.window_x)),
         window_B(aligned_bytes(this->sizes.window_B)),
         window_dt(this->sizes.window_dt / sizeof(float)) {}
 
+  /// Every byte of the state, windows included.
+  std::vector<uint8_t> bytes() const { return this->bytes_with(window_x, window_B, window_dt); }
+
   /// Fills the state fields of `p`.
-  void bind(mamba2_params& p, bool with_phase) {
+  void bind(mamba2_params<Act>& p, bool with_phase) {
     this->bind_pools(p, with_phase);
-    p.window_x = this->ptr(window_x);
-    p.window_B = this->ptr(window_B);
+    p.window_x = this->template typed<Act>(window_x);
+    p.window_B = this->template typed<Act>(window_B);
     p.window_dt = this->ptr(window_dt);
   }
 };
@@ -128,10 +129,13 @@ struct mamba2_harness {
 
   /// Values per token of the output y, and where the params keep it.
   static size_t outputs(const mamba2_layer_shape& s) { return size_t(s.heads) * s.head_dim; }
-  static void*& output(mamba2_params& p) { return p.y; }
+  template <class Act>
+  static Act*& output(mamba2_params<Act>& p) {
+    return p.y;
+  }
 
-  template <class Policy>
-  static status cpu_decode(const mamba2_params& p) {
+  template <class Policy, class Act>
+  static status cpu_decode(const mamba2_params<Act>& p) {
     return cpu::mamba2_decode_step<Policy>(p);
   }
 
