@@ -15,15 +15,13 @@ template <class Policy>
 std::string describe() {
   std::string rounding = Policy::rounding::name;
   if constexpr (Policy::is_writeback) {
-    return std::string("write-back state=") + Policy::checkpoint_format::name +
-           " rounding=" + rounding;
+    return std::string("write-back state=") + Policy::checkpoint_format::name + " rounding=" + rounding;
   } else {
     std::string text = "replay W=" + std::to_string(Policy::window);
     if constexpr (Policy::shared_state) {
       text += std::string(" shared=") + Policy::checkpoint_format::name;
     } else {
-      text += std::string(" read=") + Policy::read_format::name +
-              " checkpoint=" + Policy::checkpoint_format::name;
+      text += std::string(" read=") + Policy::read_format::name + " checkpoint=" + Policy::checkpoint_format::name;
     }
     return text + " rounding=" + rounding;
   }

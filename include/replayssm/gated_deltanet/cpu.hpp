@@ -65,11 +65,10 @@ template <class StateFormat, class Act>
 [[nodiscard]] status snapshot_verify_step(const gdn_params<Act>& p) {
   if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/true); !s) return s;
   const size_t bytes = gdn_scratch_layout::make(p.shape(), 0, p.tokens).bytes();
-  return detail::for_each_request_head(p, bytes, "gated_deltanet",
-                                       [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-                                         return gdn_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h, slot,
-                                                                                    scratch);
-                                       });
+  return detail::for_each_request_head(
+      p, bytes, "gated_deltanet", [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+        return gdn_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h, slot, scratch);
+      });
 }
 
 }  // namespace cpu

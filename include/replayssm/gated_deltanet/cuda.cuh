@@ -30,10 +30,9 @@ template <class Policy, class Act, int Threads, step_kind Kind>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<Policy::is_writeback, Kind>>)
     gdn_decode_kernel(const gdn_params<Act> p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "gdn_decode_kernel: Threads must be whole warps");
-  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+  detail::run_request_head<Policy, Kind>(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
     const gdn_head_views<Policy, Act> v(p, b, h, slot);
-    return gdn_head_step<Kind>(gdn_executor<Policy::is_writeback>{}, v.in, v.state, p.shape(),
-                                 scratch);
+    return gdn_head_step<Kind>(gdn_executor<Policy::is_writeback>{}, v.in, v.state, p.shape(), scratch);
   });
 }
 
@@ -41,9 +40,10 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 template <class StateFormat, class Act, int Threads>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<true, step_kind::verify>>)
     gdn_snapshot_kernel(const gdn_params<Act> p) {
-  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-    return gdn_snapshot_head_step<StateFormat, Act>(gdn_executor<true>{}, p, b, h, slot, scratch);
-  });
+  detail::run_request_head<writeback_policy<StateFormat>, step_kind::decode>(
+      p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+        return gdn_snapshot_head_step<StateFormat, Act>(gdn_executor<true>{}, p, b, h, slot, scratch);
+      });
 }
 
 namespace detail {
@@ -53,8 +53,7 @@ template <class Policy, int Threads, step_kind Kind, class Act>
 status gdn_tokens_step(const gdn_params<Act>& p, cudaStream_t stream) {
   if (status s = validate_gdn<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
   const size_t smem = gdn_scratch_layout::make(p.shape(), Policy::window, p.tokens).bytes();
-  return launch_step<Policy, Kind>(gdn_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream,
-                                   "gated_deltanet");
+  return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream, "gated_deltanet");
 }
 
 }  // namespace detail
@@ -91,8 +90,8 @@ template <class StateFormat, int Threads = decode_block_threads, class Act>
 [[nodiscard]] status snapshot_verify_step(const gdn_params<Act>& p, cudaStream_t stream = nullptr) {
   if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/false); !s) return s;
   const size_t smem = gdn_scratch_layout::make(p.shape(), 0, p.tokens).bytes();
-  return detail::launch_step<writeback_policy<StateFormat>, step_kind::decode>(
-      gdn_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream, "gated_deltanet snapshot");
+  return detail::launch_head_blocks(gdn_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,
+                                    "gated_deltanet snapshot");
 }
 
 }  // namespace cuda

@@ -30,13 +30,13 @@
 #include <cstdint>
 
 #include "replayssm/config.hpp"
+#include "replayssm/gated_deltanet/inputs.hpp"
+#include "replayssm/gated_deltanet/recurrence.hpp"
 #include "replayssm/numeric/activation.hpp"
 #include "replayssm/numeric/math.hpp"
 #include "replayssm/numeric/philox.hpp"
 #include "replayssm/policy/policy.hpp"
-#include "replayssm/gated_deltanet/recurrence.hpp"
 #include "replayssm/replay/cursor.hpp"
-#include "replayssm/gated_deltanet/inputs.hpp"
 #include "replayssm/replay/scalar_decay.hpp"
 #include "replayssm/replay/state_view.hpp"
 #include "replayssm/replay/step_plan.hpp"
@@ -82,7 +82,7 @@ struct gdn_head_state {
   /// snapshot baseline); null data: `checkpoint` itself.
   state_head_view<typename Policy::checkpoint_format> checkpoint_source;
   state_head_view<typename Policy::read_format> read_copy;  ///< unused in shared mode
-  float* window_u = nullptr;  ///< ring slot i at window_u + i * window_u_stride, V values
+  float* window_u = nullptr;                                ///< ring slot i at window_u + i * window_u_stride, V values
   int64_t window_u_stride = 0;
   float* window_k = nullptr;  ///< ring slot i of the key head, K normalized values
   int64_t window_k_stride = 0;
@@ -116,16 +116,16 @@ struct gdn_scratch_layout {
       return start;
     };
     const int32_t E = l.entries, T = tokens, K = s.key_dim;
-    l.keys = take(E * K);       // normalized key of every entry the step sees
-    l.queries = take(T * K);    // normalized, scaled query of every token
+    l.keys = take(E * K);     // normalized key of every entry the step sees
+    l.queries = take(T * K);  // normalized, scaled query of every token
     // u of the window's entries, every row: staged with the keys, in one memory latency; read
     // per row in the row pass, they added a latency per entry.
     l.window_u = take(E * s.value_dim);
     l.log_decay = take(E);
     l.beta = take(E);
-    l.state_decay = take(T);    // decay of the state from the folded entries to open token t
-    l.key_coef = take(T * E);   // exp(G_e) (k_e . k_t) per open token t and entry e
-    l.query_coef = take(T * E); // exp(G'_e) (k_e . q_t)
+    l.state_decay = take(T);     // decay of the state from the folded entries to open token t
+    l.key_coef = take(T * E);    // exp(G_e) (k_e . k_t) per open token t and entry e
+    l.query_coef = take(T * E);  // exp(G'_e) (k_e . q_t)
     l.norm = take(2 * l2_normalize_scratch(K));
     l.total = at;
     return l;
@@ -152,8 +152,10 @@ REPLAYSSM_HOST_DEVICE float partial_dot(const float* a, const float* w, int32_t 
       const int32_t c = b * gdn_column_block + e;
       acc[(b / Lanes) % chains] = math::fma(a[c], w[c], acc[(b / Lanes) % chains]);
     }
-  if constexpr (chains == 1) return acc[0];
-  else return math::add(math::add(acc[0], acc[1]), math::add(acc[2], acc[3]));
+  if constexpr (chains == 1)
+    return acc[0];
+  else
+    return math::add(math::add(acc[0], acc[1]), math::add(acc[2], acc[3]));
 }
 
 /// The part of a state row one of its `Lanes` lanes holds: row blocks lane, lane + Lanes, ...
@@ -169,8 +171,7 @@ struct gdn_row_part {
 
   /// Loads the lane's blocks of row `row` of a head's state view (zeros past K).
   template <class Format>
-  REPLAYSSM_HOST_DEVICE void load(const state_head_view<Format>& view, int32_t row, int32_t rows, int32_t K,
-                                  int lane) {
+  REPLAYSSM_HOST_DEVICE void load(const state_head_view<Format>& view, int32_t row, int32_t rows, int32_t K, int lane) {
     constexpr int Kc = Format::chunk_elems;
     for (int i = 0; i < blocks; ++i) {
       for (int q = 0; q < gdn_column_block / Kc; ++q) {
@@ -208,8 +209,10 @@ struct gdn_row_part {
       for (int e = 0; e < gdn_column_block; ++e)
         if (c0 + e < K) acc[i % chains] = math::fma(v[i * gdn_column_block + e], w[c0 + e], acc[i % chains]);
     }
-    if constexpr (chains == 1) return acc[0];
-    else return math::add(math::add(acc[0], acc[1]), math::add(acc[2], acc[3]));
+    if constexpr (chains == 1)
+      return acc[0];
+    else
+      return math::add(math::add(acc[0], acc[1]), math::add(acc[2], acc[3]));
   }
 
   /// Multiplies every value by `a`.
@@ -264,19 +267,16 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_entries(const Exec& ex, const gdn_head_inpu
     l2_scale(ex, in.q.at(t), K, scratch + l.queries + t * K, q_sums, gated_deltanet::query_scale(K));
     ex.sync();
   }
-  ex.for_each(L * K, [&](int i) {
-    scratch[l.keys + i] = st.window_k[plan.ring_slot(i / K) * st.window_k_stride + i % K];
-  });
+  ex.for_each(L * K,
+              [&](int i) { scratch[l.keys + i] = st.window_k[plan.ring_slot(i / K) * st.window_k_stride + i % K]; });
   const int32_t V = shape.value_dim;
-  ex.for_each(L * V, [&](int i) {
-    scratch[l.window_u + i] = st.window_u[plan.ring_slot(i / V) * st.window_u_stride + i % V];
-  });
+  ex.for_each(
+      L * V, [&](int i) { scratch[l.window_u + i] = st.window_u[plan.ring_slot(i / V) * st.window_u_stride + i % V]; });
   ex.for_each(plan.entries(), [&](int j) {
     const bool token = j >= L;
     const int32_t slot = plan.ring_slot(j);
-    scratch[l.log_decay + j] =
-        token ? gated_deltanet::log_decay(to_float(in.a.at(j - L)[0]), in.A_log, in.dt_bias)
-              : st.window_g[slot * st.window_g_stride];
+    scratch[l.log_decay + j] = token ? gated_deltanet::log_decay(to_float(in.a.at(j - L)[0]), in.A_log, in.dt_bias)
+                                     : st.window_g[slot * st.window_g_stride];
     if (token)
       scratch[l.beta + j] = gated_deltanet::write_strength(to_float(in.b.at(j - L)[0]));
     else if constexpr (keeps_raw_inputs<Policy>)
@@ -307,9 +307,8 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_coefficients(const Exec& ex, gdn_layer_shap
             math::mul(math::exp(suffix_log_decay(log_decay, e, last + 1)), dot);
     });
   }
-  ex.for_each(plan.tokens, [&](int t) {
-    scratch[l.state_decay + t] = math::exp(suffix_log_decay(log_decay, F - 1, L + t + 1));
-  });
+  ex.for_each(plan.tokens,
+              [&](int t) { scratch[l.state_decay + t] = math::exp(suffix_log_decay(log_decay, F - 1, L + t + 1)); });
   ex.sync();
 }
 
@@ -375,8 +374,7 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
     }
     for (int t = 0; t < MaxTokens; ++t) {
       if (t < first || t >= plan.tokens) continue;
-      for (int i = 0; i < t; ++i)
-        key_term[t] = math::fma(scratch[l.key_coef + t * E + L + i], u[i], key_term[t]);
+      for (int i = 0; i < t; ++i) key_term[t] = math::fma(scratch[l.key_coef + t * E + L + i], u[i], key_term[t]);
       u[t] = math::mul(scratch[l.beta + L + t], math::add(to_float(in.v.at(t)[p]), -key_term[t]));
       for (int i = 0; i <= t; ++i)
         query_term[t] = math::fma(scratch[l.query_coef + t * E + L + i], u[i], query_term[t]);
@@ -393,13 +391,13 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void append_gdn_tokens(const Exec& ex, const gdn_head_inputs<Act>& in,
                                              const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape,
-                                             const step_plan& plan, const gdn_scratch_layout& l,
-                                             const float* scratch) {
+                                             const step_plan& plan, const gdn_scratch_layout& l, const float* scratch) {
   if (plan.folded == plan.entries()) return;
   const int32_t K = shape.key_dim, V = shape.value_dim, L = plan.length;
   for (int32_t t = 0; t < plan.tokens; ++t) {
     const int32_t slot = plan.ring_slot(L + t);
-    if (st.appends_key) ex.for_each(K, [&](int c) { st.window_k[slot * st.window_k_stride + c] = scratch[l.keys + (L + t) * K + c]; });
+    if (st.appends_key)
+      ex.for_each(K, [&](int c) { st.window_k[slot * st.window_k_stride + c] = scratch[l.keys + (L + t) * K + c]; });
     if constexpr (keeps_raw_inputs<Policy>)
       ex.for_each(V, [&](int p) { st.window_v[slot * st.window_v_stride + p] = in.v.at(t)[p]; });
   }
@@ -416,8 +414,8 @@ REPLAYSSM_HOST_DEVICE void append_gdn_tokens(const Exec& ex, const gdn_head_inpu
 /// Returns the step's error bits; on an error nothing is written.
 template <step_kind Kind = step_kind::decode, class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE uint32_t gdn_head_step(const Exec& ex, const gdn_head_inputs<Act>& in,
-                                               const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape,
-                                               float* scratch) {
+                                             const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape,
+                                             float* scratch) {
   const step_plan plan = plan_step<Kind>(st, in.tokens);
   if (plan.error != step_ok) return plan.error;
   const auto l = gdn_scratch_layout::make(shape, Policy::window, plan.tokens);

@@ -5,9 +5,9 @@
 #pragma once
 
 #include "replayssm/config.hpp"
+#include "replayssm/gated_deltanet/recurrence.hpp"
 #include "replayssm/numeric/activation.hpp"
 #include "replayssm/numeric/math.hpp"
-#include "replayssm/gated_deltanet/recurrence.hpp"
 
 namespace replayssm {
 
@@ -38,8 +38,8 @@ REPLAYSSM_HOST_DEVICE void l2_partial_sums(const Exec& ex, const Act* in, int n,
 /// Second half of `l2_normalize`, after a barrier: out = scale * in / sqrt(sum + eps) from the
 /// chunk sums in `scratch`. No barrier.
 template <class Exec, class Act>
-REPLAYSSM_HOST_DEVICE void l2_scale(const Exec& ex, const Act* in, int n, float* out, const float* scratch,
-                                    float scale, float eps = gated_deltanet::l2_norm_eps) {
+REPLAYSSM_HOST_DEVICE void l2_scale(const Exec& ex, const Act* in, int n, float* out, const float* scratch, float scale,
+                                    float eps = gated_deltanet::l2_norm_eps) {
   const int chunks = l2_normalize_scratch(n);
   float sum = 0.0f;
   for (int c = 0; c < chunks; ++c) sum = math::add(sum, scratch[c]);

@@ -20,11 +20,11 @@
 #include <cstdint>
 
 #include "replayssm/config.hpp"
+#include "replayssm/gated_deltanet/head_step.hpp"
+#include "replayssm/gated_deltanet/recurrence.hpp"
+#include "replayssm/numeric/activation.hpp"
 #include "replayssm/runtime/requests.hpp"
 #include "replayssm/runtime/step_params.hpp"
-#include "replayssm/numeric/activation.hpp"
-#include "replayssm/gated_deltanet/recurrence.hpp"
-#include "replayssm/gated_deltanet/head_step.hpp"
 
 namespace replayssm {
 
@@ -63,8 +63,8 @@ struct gdn_params : step_params {
   float* window_u = nullptr;
   float* window_k = nullptr;
   float* window_g = nullptr;
-  Act* window_v = nullptr;         ///< raw_inputs mode only
-  float* window_beta = nullptr;    ///< raw_inputs mode only
+  Act* window_v = nullptr;       ///< raw_inputs mode only
+  float* window_beta = nullptr;  ///< raw_inputs mode only
 
   /// The layer shape of the heads this step covers.
   REPLAYSSM_HOST_DEVICE gdn_layer_shape shape() const { return {heads, key_heads, key_dim, value_dim}; }

@@ -9,10 +9,10 @@
 #include <cstdint>
 
 #include "replayssm/config.hpp"
-#include "replayssm/runtime/commit.hpp"
+#include "replayssm/gated_deltanet/head_step.hpp"
 #include "replayssm/gated_deltanet/params.hpp"
 #include "replayssm/gated_deltanet/validate.hpp"
-#include "replayssm/gated_deltanet/head_step.hpp"
+#include "replayssm/runtime/commit.hpp"
 
 namespace replayssm {
 

@@ -19,8 +19,8 @@ namespace replayssm {
 /// slot is reused). Reset the head's cursor to `replay_cursor{}` with it.
 template <class Policy, class Exec>
 REPLAYSSM_HOST_DEVICE void write_head_state(const Exec& ex, const float* values, gdn_layer_shape shape,
-                                                const state_head_view<typename Policy::checkpoint_format>& checkpoint,
-                                                const state_head_view<typename Policy::read_format>& read_copy) {
+                                            const state_head_view<typename Policy::checkpoint_format>& checkpoint,
+                                            const state_head_view<typename Policy::read_format>& read_copy) {
   const int32_t V = shape.value_dim, K = shape.key_dim;
   ex.for_each_row(V, [&](int p, int lane) {
     detail::gdn_row_part<Exec::row_lanes> s{};
@@ -30,14 +30,15 @@ REPLAYSSM_HOST_DEVICE void write_head_state(const Exec& ex, const float* values,
         if (c < K) s.v[i * gdn_column_block + e] = values[p * K + c];
       }
     s.template store<round_nearest_even>(checkpoint, p, V, K, lane, random_stream_key{});
-    if constexpr (!Policy::shared_state) s.template store<round_nearest_even>(read_copy, p, V, K, lane, random_stream_key{});
+    if constexpr (!Policy::shared_state)
+      s.template store<round_nearest_even>(read_copy, p, V, K, lane, random_stream_key{});
   });
 }
 
 /// Decodes a value head's state view into `values` (V x K floats, row-major).
 template <class Format, class Exec>
 REPLAYSSM_HOST_DEVICE void read_head_state(const Exec& ex, const state_head_view<Format>& view, gdn_layer_shape shape,
-                                               float* values) {
+                                           float* values) {
   const int32_t V = shape.value_dim, K = shape.key_dim;
   ex.for_each_row(V, [&](int p, int lane) {
     detail::gdn_row_part<Exec::row_lanes> s;

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "replayssm/gated_deltanet/params.hpp"
+#include "replayssm/policy/policy.hpp"
 #include "replayssm/runtime/status.hpp"
 #include "replayssm/runtime/validate.hpp"
-#include "replayssm/policy/policy.hpp"
 
 namespace replayssm {
 
@@ -48,8 +48,10 @@ template <class Policy, class Act>
   if (status s = detail::check_slot_fields(who, p); !s) return s;
 
   status s;
-  if (!(s = detail::check_rows(who, "q", p.q, p.q_batch_stride, p.q_head_stride, p.key_heads, p.key_dim, elem))) return s;
-  if (!(s = detail::check_rows(who, "k", p.k, p.k_batch_stride, p.k_head_stride, p.key_heads, p.key_dim, elem))) return s;
+  if (!(s = detail::check_rows(who, "q", p.q, p.q_batch_stride, p.q_head_stride, p.key_heads, p.key_dim, elem)))
+    return s;
+  if (!(s = detail::check_rows(who, "k", p.k, p.k_batch_stride, p.k_head_stride, p.key_heads, p.key_dim, elem)))
+    return s;
   if (!(s = detail::check_rows(who, "v", p.v, p.v_batch_stride, p.v_head_stride, p.heads, p.value_dim, elem))) return s;
   if (!(s = detail::check_rows(who, "o", p.o, p.o_batch_stride, p.o_head_stride, p.heads, p.value_dim, elem))) return s;
   if (!(s = detail::check_rows(who, "a", p.a, p.a_batch_stride, p.a_head_stride, p.heads, 1, elem))) return s;

@@ -70,11 +70,10 @@ template <class StateFormat, class Act>
 [[nodiscard]] status snapshot_verify_step(const mamba2_params<Act>& p) {
   using Policy = writeback_policy<StateFormat>;
   if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/true); !s) return s;
-  return detail::for_each_request_head(p, detail::scratch_bytes<Policy>(p, 1), "mamba2",
-                                       [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-                                         return mamba2_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h,
-                                                                                       slot, scratch);
-                                       });
+  return detail::for_each_request_head(
+      p, detail::scratch_bytes<Policy>(p, 1), "mamba2", [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+        return mamba2_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h, slot, scratch);
+      });
 }
 
 }  // namespace cpu

@@ -25,7 +25,7 @@ template <class Policy, class Act, int Threads, step_kind Kind>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, mamba2_blocks_per_sm<Policy, Kind>>)
     mamba2_decode_kernel(const mamba2_params<Act> p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "mamba2_decode_kernel: Threads must be whole warps");
-  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+  detail::run_request_head<Policy, Kind>(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
     const mamba2_head_views<Policy, Act> v(p, b, h, slot);
     return mamba2_head_step<Kind>(block_executor{}, v.in, v.state, p.shape(), scratch);
   });
@@ -33,11 +33,13 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, mamba2_blo
 
 /// The snapshot baseline's verify step: one block per (request, head), drafts in order.
 template <class StateFormat, class Act, int Threads>
-__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, mamba2_blocks_per_sm<writeback_policy<StateFormat>, step_kind::verify>>)
+__global__ void __launch_bounds__(
+    Threads, decode_min_blocks<Threads, mamba2_blocks_per_sm<writeback_policy<StateFormat>, step_kind::verify>>)
     mamba2_snapshot_kernel(const mamba2_params<Act> p) {
-  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-    return mamba2_snapshot_head_step<StateFormat, Act>(block_executor{}, p, b, h, slot, scratch);
-  });
+  detail::run_request_head<writeback_policy<StateFormat>, step_kind::decode>(
+      p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+        return mamba2_snapshot_head_step<StateFormat, Act>(block_executor{}, p, b, h, slot, scratch);
+      });
 }
 
 namespace detail {
@@ -47,7 +49,7 @@ template <class Policy, int Threads, step_kind Kind, class Act>
 status mamba2_tokens_step(const mamba2_params<Act>& p, cudaStream_t stream) {
   if (status s = validate_mamba2<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
   const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape(), p.tokens).bytes();
-  return launch_step<Policy, Kind>(mamba2_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream, "mamba2");
+  return launch_head_blocks(mamba2_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream, "mamba2");
 }
 
 }  // namespace detail
@@ -88,8 +90,8 @@ template <class StateFormat, int Threads = decode_block_threads, class Act>
   if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/false); !s) return s;
   using Policy = writeback_policy<StateFormat>;
   const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape()).bytes();
-  return detail::launch_step<Policy, step_kind::decode>(mamba2_snapshot_kernel<StateFormat, Act, Threads>, p, smem,
-                                                         Threads, stream, "mamba2 snapshot");
+  return detail::launch_head_blocks(mamba2_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,
+                                    "mamba2 snapshot");
 }
 
 }  // namespace cuda

@@ -3,7 +3,8 @@
 /// The replay primitives for one Mamba-2 head of one request, written once for an
 /// executor (replay/executor.hpp): the CPU path runs them serially, a CUDA block runs them
 /// with its threads. An engine calls `mamba2_head_step` (a decode step, or with
-/// `step_kind::verify` a verify step of speculative drafts) inside its own kernel with views of its own buffers, or the pieces
+/// `step_kind::verify` a verify step of speculative drafts) inside its own kernel with views of its own buffers, or the
+/// pieces
 /// (`plan_step`, `stage_coefficients`, `window_dots`, `flush_rows` or `read_rows`,
 /// `window_sums`, `write_outputs`, `append_tokens`).
 ///
@@ -22,11 +23,11 @@
 #include <cstdint>
 
 #include "replayssm/config.hpp"
+#include "replayssm/mamba2/recurrence.hpp"
 #include "replayssm/numeric/activation.hpp"
 #include "replayssm/numeric/math.hpp"
 #include "replayssm/numeric/philox.hpp"
 #include "replayssm/policy/policy.hpp"
-#include "replayssm/mamba2/recurrence.hpp"
 #include "replayssm/replay/cursor.hpp"
 #include "replayssm/replay/executor.hpp"
 #include "replayssm/replay/scalar_decay.hpp"
@@ -61,7 +62,7 @@ struct mamba2_head_state {
   /// snapshot baseline of speculative decoding); null data: `checkpoint` itself.
   state_head_view<typename Policy::checkpoint_format> checkpoint_source;
   state_head_view<typename Policy::read_format> read_copy;  ///< unused in shared mode
-  Act* window_x = nullptr;  ///< ring slot i at window_x + i * window_x_stride, P values
+  Act* window_x = nullptr;                                  ///< ring slot i at window_x + i * window_x_stride, P values
   int64_t window_x_stride = 0;
   Act* window_B = nullptr;  ///< ring slot i of the head's group at window_B + i * window_B_stride
   int64_t window_B_stride = 0;
@@ -209,8 +210,10 @@ REPLAYSSM_HOST_DEVICE float dot_item(const float (&s)[Width], const float* q, in
 template <class Policy, class Act>
 REPLAYSSM_HOST_DEVICE float token_input(const token_rows<const Act>& rows, const float* staged, int32_t Pp, int32_t t,
                                         int32_t p) {
-  if constexpr (stages_token_inputs<Policy>) return staged[t * Pp + p];
-  else return load_act(rows.at(t), p);
+  if constexpr (stages_token_inputs<Policy>)
+    return staged[t * Pp + p];
+  else
+    return load_act(rows.at(t), p);
 }
 
 /// x, B and dt of entry j: a window ring slot for j < length, else a step token.
@@ -237,9 +240,8 @@ struct entry_rows {
 /// of the flushed entries in the new checkpoint, and of the entries each token's output sees.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_inputs<Act>& in,
-                                              const mamba2_head_state<Policy, Act>& st,
-                                              mamba2_layer_shape shape, const step_plan& plan,
-                                              const mamba2_scratch_layout<Policy>& l,
+                                              const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape shape,
+                                              const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
                                               float* scratch) {
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
   const int32_t m = plan.entries(), N = shape.state_dim, Pp = l.padded_rows, E = l.entries;
@@ -254,10 +256,11 @@ REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_
     ex.for_each(N, [&](int n) { scratch[l.C + t * N + n] = detail::load_act(in.C.at(t), n); });
   if constexpr (detail::stages_token_inputs<Policy>) {
     const bool gated = in.z.data != nullptr;
-    for (int32_t t = 0; t < plan.tokens; ++t) ex.for_each(shape.head_dim, [&](int p) {
-      scratch[l.token_x + t * Pp + p] = detail::load_act(in.x.at(t), p);
-      scratch[l.token_z + t * Pp + p] = gated ? detail::load_act(in.z.at(t), p) : 0.0f;
-    });
+    for (int32_t t = 0; t < plan.tokens; ++t)
+      ex.for_each(shape.head_dim, [&](int p) {
+        scratch[l.token_x + t * Pp + p] = detail::load_act(in.x.at(t), p);
+        scratch[l.token_z + t * Pp + p] = gated ? detail::load_act(in.z.at(t), p) : 0.0f;
+      });
   }
   // Entry x (rows padded with zeros) is staged here, in the same memory latency: reading it
   // per row in the window sum serialized one latency per entry.
@@ -294,8 +297,7 @@ REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                       const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape shape,
-                                      const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
-                                      float* scratch) {
+                                      const step_plan& plan, const mamba2_scratch_layout<Policy>& l, float* scratch) {
   using ckpt_format = typename Policy::checkpoint_format;
   using read_format = typename Policy::read_format;
   constexpr int Kc = ckpt_format::chunk_elems;
@@ -374,8 +376,7 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
 /// read once for all of them. Ends without a barrier.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape shape,
-                                     const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
-                                     float* scratch) {
+                                     const step_plan& plan, const mamba2_scratch_layout<Policy>& l, float* scratch) {
   using layout = mamba2_scratch_layout<Policy>;
   using read_format = typename layout::read_format;
   constexpr int Kr = read_format::chunk_elems;
@@ -383,8 +384,12 @@ REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_state<Pol
   constexpr int R = layout::read_rows;
   const int32_t P = shape.head_dim, N = shape.state_dim, Pp = l.padded_rows, columns = N / KR;
   const auto& view = [&]() -> const auto& {
-    if constexpr (Policy::shared_state) return st.checkpoint; else return st.read_copy;
-  }();
+    if constexpr (Policy::shared_state)
+      return st.checkpoint;
+    else
+      return st.read_copy;
+  }
+  ();
   ex.for_each(Pp / R * columns, [&](int item) {
     const int32_t r0 = item / columns * R, col = item % columns;
     stored_chunk<read_format> stored[R][KR / Kr];
@@ -417,8 +422,7 @@ REPLAYSSM_HOST_DEVICE void read_rows(const Exec& ex, const mamba2_head_state<Pol
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void window_dots(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                        const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape shape,
-                                       const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
-                                       float* scratch) {
+                                       const step_plan& plan, const mamba2_scratch_layout<Policy>& l, float* scratch) {
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
   const int32_t N = shape.state_dim, E = l.entries, blocks16 = N / 16;
   // Each thread reads 16 consecutive elements of B from global memory: ncu counts most of
@@ -463,23 +467,24 @@ REPLAYSSM_HOST_DEVICE void window_sums(const Exec& ex, mamba2_layer_shape shape,
 /// Writes every token's y from the staged partial sums: the new checkpoint (after a flush)
 /// or the read copy, decayed to the token, plus its window term.
 template <class Policy, class Act, class Exec>
-REPLAYSSM_HOST_DEVICE void write_outputs(const Exec& ex, const mamba2_head_inputs<Act>& in,
-                                         mamba2_layer_shape shape, const step_plan& plan,
-                                         const mamba2_scratch_layout<Policy>& l,
+REPLAYSSM_HOST_DEVICE void write_outputs(const Exec& ex, const mamba2_head_inputs<Act>& in, mamba2_layer_shape shape,
+                                         const step_plan& plan, const mamba2_scratch_layout<Policy>& l,
                                          const float* scratch) {
   using layout = mamba2_scratch_layout<Policy>;
   const int32_t P = shape.head_dim, Pp = l.padded_rows,
                 columns = shape.state_dim / (plan.writes_checkpoint ? layout::flush_width : layout::read_width);
-  for (int32_t t = 0; t < plan.tokens; ++t) ex.for_each(P, [&](int p) {
-    const int32_t row = t * Pp + p;
-    float state_term = 0.0f;
-    for (int c = 0; c < columns; ++c) state_term = math::add(state_term, scratch[l.partial + row * l.partial_stride + c]);
-    state_term = math::mul(scratch[l.query_decay + t], state_term);
-    const bool gated = in.z.data != nullptr;
-    const float x = detail::token_input<Policy>(in.x, scratch + l.token_x, Pp, t, p);
-    const float z = gated ? detail::token_input<Policy>(in.z, scratch + l.token_z, Pp, t, p) : 0.0f;
-    in.y.at(t)[p] = from_float<Act>(mamba2::output(state_term, scratch[l.window_sum + row], in.D, x, z, gated));
-  });
+  for (int32_t t = 0; t < plan.tokens; ++t)
+    ex.for_each(P, [&](int p) {
+      const int32_t row = t * Pp + p;
+      float state_term = 0.0f;
+      for (int c = 0; c < columns; ++c)
+        state_term = math::add(state_term, scratch[l.partial + row * l.partial_stride + c]);
+      state_term = math::mul(scratch[l.query_decay + t], state_term);
+      const bool gated = in.z.data != nullptr;
+      const float x = detail::token_input<Policy>(in.x, scratch + l.token_x, Pp, t, p);
+      const float z = gated ? detail::token_input<Policy>(in.z, scratch + l.token_z, Pp, t, p) : 0.0f;
+      in.y.at(t)[p] = from_float<Act>(mamba2::output(state_term, scratch[l.window_sum + row], in.D, x, z, gated));
+    });
 }
 
 /// Appends the step's tokens after the committed entries (x, dt, and B on the group's
@@ -512,8 +517,8 @@ REPLAYSSM_HOST_DEVICE void append_tokens(const Exec& ex, const mamba2_head_input
 /// Returns the step's error bits; on an error nothing is written.
 template <step_kind Kind = step_kind::decode, class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE uint32_t mamba2_head_step(const Exec& ex, const mamba2_head_inputs<Act>& in,
-                                                  const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape shape,
-                                                  float* scratch) {
+                                                const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape shape,
+                                                float* scratch) {
   const step_plan plan = plan_step<Kind>(st, in.tokens);
   if (plan.error != step_ok) return plan.error;
   const auto l = mamba2_scratch_layout<Policy>::make(shape, plan.tokens);

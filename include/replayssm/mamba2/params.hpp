@@ -18,11 +18,11 @@
 #include <cstdint>
 
 #include "replayssm/config.hpp"
+#include "replayssm/mamba2/head_step.hpp"
+#include "replayssm/mamba2/recurrence.hpp"
+#include "replayssm/numeric/activation.hpp"
 #include "replayssm/runtime/requests.hpp"
 #include "replayssm/runtime/step_params.hpp"
-#include "replayssm/numeric/activation.hpp"
-#include "replayssm/mamba2/recurrence.hpp"
-#include "replayssm/mamba2/head_step.hpp"
 
 namespace replayssm {
 

@@ -46,8 +46,8 @@ struct mamba2 {
 
   /// The step output from its parts: `state_term` (the state applied to C), the
   /// window term, the skip D x and the optional gate silu(z).
-  REPLAYSSM_HOST_DEVICE static float output(float state_term, float window_term, float D, float x,
-                                            float z, bool gated) {
+  REPLAYSSM_HOST_DEVICE static float output(float state_term, float window_term, float D, float x, float z,
+                                            bool gated) {
     const float y = math::fma(D, x, math::add(state_term, window_term));
     return gated ? math::mul(y, math::silu(z)) : y;
   }

@@ -10,12 +10,12 @@
 #include <string>
 
 #include "replayssm/config.hpp"
-#include "replayssm/runtime/commit.hpp"
+#include "replayssm/mamba2/head_step.hpp"
 #include "replayssm/mamba2/params.hpp"
 #include "replayssm/mamba2/validate.hpp"
+#include "replayssm/runtime/commit.hpp"
 #include "replayssm/runtime/requests.hpp"
 #include "replayssm/runtime/status.hpp"
-#include "replayssm/mamba2/head_step.hpp"
 
 namespace replayssm {
 

@@ -42,8 +42,8 @@ REPLAYSSM_HOST_DEVICE void write_head_state(const Exec& ex, const float* values,
 
 /// Decodes a head's state view into `values` (P x N floats, row-major).
 template <class Format, class Exec>
-REPLAYSSM_HOST_DEVICE void read_head_state(const Exec& ex, const state_head_view<Format>& view, mamba2_layer_shape shape,
-                                           float* values) {
+REPLAYSSM_HOST_DEVICE void read_head_state(const Exec& ex, const state_head_view<Format>& view,
+                                           mamba2_layer_shape shape, float* values) {
   ex.for_each(shape.head_dim * shape.state_dim / Format::chunk_elems, [&](int c) {
     float chunk[Format::chunk_elems];
     view.load(c, chunk);

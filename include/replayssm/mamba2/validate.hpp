@@ -8,10 +8,10 @@
 #include <string>
 
 #include "replayssm/mamba2/params.hpp"
+#include "replayssm/policy/policy.hpp"
 #include "replayssm/runtime/requests.hpp"
 #include "replayssm/runtime/status.hpp"
 #include "replayssm/runtime/validate.hpp"
-#include "replayssm/policy/policy.hpp"
 
 namespace replayssm {
 
@@ -49,12 +49,17 @@ template <class Policy, class Act>
   if (status s = detail::check_slot_fields("mamba2", p); !s) return s;
 
   status s;
-  if (!(s = detail::check_rows("mamba2", "x", p.x, p.x_batch_stride, p.x_head_stride, p.heads, p.head_dim, elem))) return s;
-  if (!(s = detail::check_rows("mamba2", "z", p.z, p.z_batch_stride, p.z_head_stride, p.heads, p.head_dim, elem, true))) return s;
-  if (!(s = detail::check_rows("mamba2", "y", p.y, p.y_batch_stride, p.y_head_stride, p.heads, p.head_dim, elem))) return s;
+  if (!(s = detail::check_rows("mamba2", "x", p.x, p.x_batch_stride, p.x_head_stride, p.heads, p.head_dim, elem)))
+    return s;
+  if (!(s = detail::check_rows("mamba2", "z", p.z, p.z_batch_stride, p.z_head_stride, p.heads, p.head_dim, elem, true)))
+    return s;
+  if (!(s = detail::check_rows("mamba2", "y", p.y, p.y_batch_stride, p.y_head_stride, p.heads, p.head_dim, elem)))
+    return s;
   if (!(s = detail::check_rows("mamba2", "dt", p.dt, p.dt_batch_stride, p.dt_head_stride, p.heads, 1, elem))) return s;
-  if (!(s = detail::check_rows("mamba2", "B", p.B, p.B_batch_stride, p.B_group_stride, p.groups, p.state_dim, elem))) return s;
-  if (!(s = detail::check_rows("mamba2", "C", p.C, p.C_batch_stride, p.C_group_stride, p.groups, p.state_dim, elem))) return s;
+  if (!(s = detail::check_rows("mamba2", "B", p.B, p.B_batch_stride, p.B_group_stride, p.groups, p.state_dim, elem)))
+    return s;
+  if (!(s = detail::check_rows("mamba2", "C", p.C, p.C_batch_stride, p.C_group_stride, p.groups, p.state_dim, elem)))
+    return s;
   if (p.A == nullptr) return status::error("mamba2: A is null");
 
   if (!(s = detail::check_pool<ckpt>("mamba2", "checkpoint", p.checkpoint, p.checkpoint_scales))) return s;

@@ -27,9 +27,11 @@ enum class dtype : int32_t { f32 = 0, f16 = 1, bf16 = 2 };
 /// Size in bytes of one element of `t` (0 for an invalid tag).
 inline int dtype_size(dtype t) {
   switch (t) {
-    case dtype::f32: return 4;
+    case dtype::f32:
+      return 4;
     case dtype::f16:
-    case dtype::bf16: return 2;
+    case dtype::bf16:
+      return 2;
   }
   return 0;
 }
@@ -88,11 +90,19 @@ template <class Act>
 inline constexpr bool is_activation_v<Act, std::void_t<decltype(activation_traits<Act>::tag)>> = true;
 
 /// Widens an activation to float (exact).
-REPLAYSSM_HOST_DEVICE float to_float(float v) { return v; }
-REPLAYSSM_HOST_DEVICE float to_float(half_t v) { return convert<float, half_t>::apply(v); }
-REPLAYSSM_HOST_DEVICE float to_float(bfloat16_t v) { return convert<float, bfloat16_t>::apply(v); }
+REPLAYSSM_HOST_DEVICE float to_float(float v) {
+  return v;
+}
+REPLAYSSM_HOST_DEVICE float to_float(half_t v) {
+  return convert<float, half_t>::apply(v);
+}
+REPLAYSSM_HOST_DEVICE float to_float(bfloat16_t v) {
+  return convert<float, bfloat16_t>::apply(v);
+}
 #if REPLAYSSM_CUDA_COMPILER
-REPLAYSSM_HOST_DEVICE float to_float(__half v) { return to_float(activation_traits<__half>::to_storage(v)); }
+REPLAYSSM_HOST_DEVICE float to_float(__half v) {
+  return to_float(activation_traits<__half>::to_storage(v));
+}
 REPLAYSSM_HOST_DEVICE float to_float(__nv_bfloat16 v) {
   return to_float(activation_traits<__nv_bfloat16>::to_storage(v));
 }

@@ -128,8 +128,8 @@ REPLAYSSM_HOST_DEVICE grid_split split_on_grid(uint32_t abs_bits) {
   // Code = (biased exponent << man_bits) + significand, so a mantissa overflow carries
   // into the exponent, subnormals included (their biased exponent is 0, their grid
   // exponent emin).
-  s.code = (static_cast<uint32_t>(grid_exponent - E::emin) << E::man_bits) +
-           static_cast<uint32_t>(significand >> shift);
+  s.code =
+      (static_cast<uint32_t>(grid_exponent - E::emin) << E::man_bits) + static_cast<uint32_t>(significand >> shift);
   if (shift <= 32) {
     s.fraction = static_cast<uint32_t>(rest << (32 - shift));
     s.sticky = false;
@@ -150,9 +150,7 @@ struct step_nearest_even {
 
 /// Round the magnitude up whenever it is off the grid.
 struct step_upward {
-  REPLAYSSM_HOST_DEVICE bool operator()(const grid_split& s) const {
-    return s.fraction != 0 || s.sticky;
-  }
+  REPLAYSSM_HOST_DEVICE bool operator()(const grid_split& s) const { return s.fraction != 0 || s.sticky; }
 };
 
 /// `cvt.rs`: the top Bits bits of the fraction plus the random field carry out.
@@ -202,8 +200,7 @@ REPLAYSSM_HOST_DEVICE uint32_t magnitude_to_fp32_bits(uint32_t magnitude) {
 template <class T>
 REPLAYSSM_HOST_DEVICE T encode_nearest(float v) {
   using E = encoding<T>;
-  return T::from_bits(
-      static_cast<decltype(T::bits)>(encode_bits<E>(v, step_nearest_even{}, E::nan_code)));
+  return T::from_bits(static_cast<decltype(T::bits)>(encode_bits<E>(v, step_nearest_even{}, E::nan_code)));
 }
 
 /// Software twin of a packed `cvt.rs`: C::apply on each element's random field, element
@@ -224,8 +221,7 @@ REPLAYSSM_HOST_DEVICE float_ue4m3_t encode_ue4m3_upward(float v) {
   if ((math::float_bits(v) >> 31) != 0 && (math::float_bits(v) & fp32_abs_mask) <= fp32_inf_bits) {
     return float_ue4m3_t::from_bits(0);
   }
-  return float_ue4m3_t::from_bits(
-      static_cast<uint8_t>(encode_bits<E>(v, step_upward{}, E::nan_code)));
+  return float_ue4m3_t::from_bits(static_cast<uint8_t>(encode_bits<E>(v, step_upward{}, E::nan_code)));
 }
 
 }  // namespace detail
@@ -249,11 +245,9 @@ struct convert<float, half_t, Round> {
 #endif
     if (magnitude >= 0x7C00u) {
       const uint32_t payload = (magnitude & 0x3FFu) << 13;
-      return math::float_from_bits(sign | detail::fp32_inf_bits |
-                                    (payload != 0 ? payload | 0x400000u : 0u));
+      return math::float_from_bits(sign | detail::fp32_inf_bits | (payload != 0 ? payload | 0x400000u : 0u));
     }
-    return math::float_from_bits(
-        sign | detail::magnitude_to_fp32_bits<detail::encoding<half_t>>(magnitude));
+    return math::float_from_bits(sign | detail::magnitude_to_fp32_bits<detail::encoding<half_t>>(magnitude));
   }
 };
 
@@ -285,8 +279,7 @@ struct convert<float, float_ue4m3_t, Round> {
   REPLAYSSM_HOST_DEVICE static float apply(float_ue4m3_t x) {
     const uint32_t magnitude = x.bits & 0x7Fu;
     if (magnitude == 0x7Fu) return math::float_from_bits(detail::fp32_quiet_nan_bits);
-    return math::float_from_bits(
-        detail::magnitude_to_fp32_bits<detail::encoding<float_ue4m3_t>>(magnitude));
+    return math::float_from_bits(detail::magnitude_to_fp32_bits<detail::encoding<float_ue4m3_t>>(magnitude));
   }
 };
 
@@ -340,9 +333,7 @@ struct convert<bfloat16_t, float, round_nearest_even> {
 /// fp32 -> float_e4m3_t, nearest even, satfinite (|v| > 448 and +-inf -> +-448); NaN -> 0x7F.
 template <>
 struct convert<float_e4m3_t, float, round_nearest_even> {
-  REPLAYSSM_HOST_DEVICE static float_e4m3_t apply(float v) {
-    return detail::encode_nearest<float_e4m3_t>(v);
-  }
+  REPLAYSSM_HOST_DEVICE static float_e4m3_t apply(float v) { return detail::encode_nearest<float_e4m3_t>(v); }
 };
 
 /// fp32 -> float_ue4m3_t, nearest even, satfinite (v > 448 and +inf -> 448); negative
@@ -395,17 +386,15 @@ struct convert<half_t, float, round_stochastic> {
     if (magnitude >= 0x38800000u && magnitude < detail::fp32_inf_bits)
       return convert<half_t, float>::apply(math::float_from_bits((bits + (rbits & 0x1FFFu)) & ~0x1FFFu));
     using E = detail::encoding<half_t>;
-    return half_t::from_bits(static_cast<uint16_t>(
-        detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, E::nan_code)));
+    return half_t::from_bits(
+        static_cast<uint16_t>(detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, E::nan_code)));
   }
   /// in[0], in[1] -> bits 15..0, 31..16 of the result.
   REPLAYSSM_HOST_DEVICE static uint32_t apply_packed(const float* in, uint32_t word) {
 #if REPLAYSSM_HAS_HW_STOCHASTIC_ROUNDING
     uint32_t packed;
     // The ISA asks for zeros in bits 15..13 and 31..29; the mask makes both readings agree.
-    asm("cvt.rs.f16x2.f32 %0, %1, %2, %3;"
-        : "=r"(packed)
-        : "f"(in[1]), "f"(in[0]), "r"(word & 0x1FFF1FFFu));
+    asm("cvt.rs.f16x2.f32 %0, %1, %2, %3;" : "=r"(packed) : "f"(in[1]), "f"(in[0]), "r"(word & 0x1FFF1FFFu));
     return packed;
 #else
     return detail::pack_stochastic<convert, 16>(in, word);
@@ -432,8 +421,8 @@ struct convert<bfloat16_t, float, round_stochastic> {
     if ((bits & detail::fp32_abs_mask) < detail::fp32_inf_bits)
       return bfloat16_t::from_bits(static_cast<uint16_t>((bits + (rbits & 0xFFFFu)) >> 16));
     using E = detail::encoding<bfloat16_t>;
-    return bfloat16_t::from_bits(static_cast<uint16_t>(
-        detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, E::nan_code)));
+    return bfloat16_t::from_bits(
+        static_cast<uint16_t>(detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, E::nan_code)));
   }
   /// in[0], in[1] -> bits 15..0, 31..16 of the result.
   REPLAYSSM_HOST_DEVICE static uint32_t apply_packed(const float* in, uint32_t word) {
@@ -463,8 +452,8 @@ struct convert<float_e4m3_t, float, round_stochastic> {
   REPLAYSSM_HOST_DEVICE static float_e4m3_t apply(float v, uint32_t rbits) {
     using E = detail::encoding<float_e4m3_t>;
     const uint32_t nan_code = (math::float_bits(v) >> 31) != 0 ? 0xFFu : 0x7Fu;
-    return float_e4m3_t::from_bits(static_cast<uint8_t>(
-        detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, nan_code)));
+    return float_e4m3_t::from_bits(
+        static_cast<uint8_t>(detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, nan_code)));
   }
   /// in[0] .. in[3] -> bytes 0 .. 3 of the result.
   REPLAYSSM_HOST_DEVICE static uint32_t apply_packed(const float* in, uint32_t word) {
@@ -496,8 +485,8 @@ struct convert<float_e2m1_t, float, round_stochastic> {
   /// Rounds v with the random field in bits 7..0 of rbits.
   REPLAYSSM_HOST_DEVICE static float_e2m1_t apply(float v, uint32_t rbits) {
     using E = detail::encoding<float_e2m1_t>;
-    return float_e2m1_t::from_bits(static_cast<uint8_t>(
-        detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, E::nan_code)));
+    return float_e2m1_t::from_bits(
+        static_cast<uint8_t>(detail::encode_bits<E>(v, detail::step_stochastic<random_bits>{rbits}, E::nan_code)));
   }
   /// in[0] .. in[3] -> nibbles 0 .. 3 (bits 3..0 .. 15..12) of the result.
   REPLAYSSM_HOST_DEVICE static uint32_t apply_packed(const float* in, uint32_t word) {

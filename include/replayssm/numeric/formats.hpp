@@ -112,8 +112,8 @@ struct half_width_format {
   }
 
   template <class Round>
-  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits,
-                                           uint8_t* data_chunk, uint8_t* /*scale*/) {
+  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits, uint8_t* data_chunk,
+                                           uint8_t* /*scale*/) {
     uint32_t w[4];
     for (int k = 0; k < 4; ++k) {
       w[k] = encode_group<T, 16, 2, Round>(in + 2 * k, Round::is_stochastic ? rbits[k] : 0u);
@@ -143,9 +143,8 @@ struct fp32_format {
   }
 
   template <class Round>
-  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems],
-                                           const uint32_t* /*rbits*/, uint8_t* data_chunk,
-                                           uint8_t* /*scale*/) {
+  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* /*rbits*/,
+                                           uint8_t* data_chunk, uint8_t* /*scale*/) {
     uint32_t w[4];
     for (int i = 0; i < chunk_elems; ++i) w[i] = math::float_bits(in[i]);
     detail::store_words(data_chunk, w);
@@ -198,8 +197,8 @@ struct fp8_e4m3_format {
   }
 
   template <class Round>
-  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits,
-                                           uint8_t* data_chunk, uint8_t* scale_chunk) {
+  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits, uint8_t* data_chunk,
+                                           uint8_t* scale_chunk) {
     const uint32_t amax = detail::amax_bits(in);
     const float scale = scale_for_amax(amax);
     uint32_t w[4] = {nan_codes, nan_codes, nan_codes, nan_codes};
@@ -211,8 +210,7 @@ struct fp8_e4m3_format {
       float scaled[chunk_elems];
       for (int i = 0; i < chunk_elems; ++i) scaled[i] = math::div(in[i], divisor);
       for (int k = 0; k < 4; ++k) {
-        w[k] = detail::encode_group<float_e4m3_t, 8, 4, Round>(
-            scaled + 4 * k, Round::is_stochastic ? rbits[k] : 0u);
+        w[k] = detail::encode_group<float_e4m3_t, 8, 4, Round>(scaled + 4 * k, Round::is_stochastic ? rbits[k] : 0u);
       }
     }
     detail::store_words(data_chunk, w);
@@ -228,8 +226,7 @@ struct fp8_e4m3_format {
     // 2^-121: the least scale whose 20-bit multiples by e4m3 codes (down to 2^-9) stay
     // exact, i.e. do not drop below fp32's 2^-149 resolution.
     constexpr uint32_t min_scale_bits = 6u << 23;
-    const uint32_t quotient =
-        math::float_bits(math::div(math::float_from_bits(amax), 448.0f));
+    const uint32_t quotient = math::float_bits(math::div(math::float_from_bits(amax), 448.0f));
     // Rounding the bit pattern up to a multiple of 16 keeps 20 significant bits; a carry
     // into the exponent field is the correct next binade.
     const uint32_t rounded = (quotient + 0xFu) & ~0xFu;
@@ -284,24 +281,23 @@ struct nvfp4_format {
   }
 
   template <class Round>
-  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits,
-                                           uint8_t* data_chunk, uint8_t* scale_chunk) {
+  REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits, uint8_t* data_chunk,
+                                           uint8_t* scale_chunk) {
     const uint32_t amax = detail::amax_bits(in);
     const float_ue4m3_t scale_code = scale_for_amax(amax);
     uint32_t w[2] = {0u, 0u};
     // A non-finite block keeps zero codes under its NaN scale (see fp8_e4m3_format).
     if (amax < detail::fp32_inf_bits) {
       // A zero scale means an all-zero block: divide by one so its zeros keep their signs.
-      const float divisor =
-          scale_code.bits == 0 ? 1.0f : convert<float, float_ue4m3_t>::apply(scale_code);
+      const float divisor = scale_code.bits == 0 ? 1.0f : convert<float, float_ue4m3_t>::apply(scale_code);
       float scaled[chunk_elems];
       for (int i = 0; i < chunk_elems; ++i) scaled[i] = math::div(in[i], divisor);
       for (int k = 0; k < 2; ++k) {
         const float* group = scaled + 8 * k;
-        const uint32_t lo = detail::encode_group<float_e2m1_t, 4, 4, Round>(
-            group, Round::is_stochastic ? rbits[2 * k] : 0u);
-        const uint32_t hi = detail::encode_group<float_e2m1_t, 4, 4, Round>(
-            group + 4, Round::is_stochastic ? rbits[2 * k + 1] : 0u);
+        const uint32_t lo =
+            detail::encode_group<float_e2m1_t, 4, 4, Round>(group, Round::is_stochastic ? rbits[2 * k] : 0u);
+        const uint32_t hi =
+            detail::encode_group<float_e2m1_t, 4, 4, Round>(group + 4, Round::is_stochastic ? rbits[2 * k + 1] : 0u);
         w[k] = lo | (hi << 16);
       }
     }
@@ -320,8 +316,7 @@ struct nvfp4_format {
     // amax / 6 was rounded to fp32 first (possibly down, or to zero); 6 s is exact, so
     // this comparison settles it.
     const float six_s = 6.0f * convert<float, float_ue4m3_t>::apply(s);
-    if (six_s < amax_value && s.bits < 0x7E)
-      s = float_ue4m3_t::from_bits(static_cast<uint8_t>(s.bits + 1));
+    if (six_s < amax_value && s.bits < 0x7E) s = float_ue4m3_t::from_bits(static_cast<uint8_t>(s.bits + 1));
     return s;
   }
 };
@@ -333,26 +328,23 @@ struct has_state_format_members : std::false_type {};
 
 template <class F>
 struct has_state_format_members<
-    F, std::void_t<
-           decltype(F::name), decltype(F::chunk_elems), decltype(F::block_elems),
-           decltype(F::data_bytes_per_chunk), decltype(F::scale_bytes_per_chunk),
-           decltype(F::random_words_per_chunk), decltype(F::bytes_per_element),
-           decltype(F::is_exact_fp32),
-           decltype(F::decode(std::declval<const uint8_t*>(), std::declval<const uint8_t*>(),
-                              std::declval<float (&)[F::chunk_elems]>())),
-           decltype(F::template encode<round_nearest_even>(
-               std::declval<const float (&)[F::chunk_elems]>(), std::declval<const uint32_t*>(),
-               std::declval<uint8_t*>(), std::declval<uint8_t*>())),
-           decltype(F::template encode<round_stochastic>(
-               std::declval<const float (&)[F::chunk_elems]>(), std::declval<const uint32_t*>(),
-               std::declval<uint8_t*>(), std::declval<uint8_t*>()))>> : std::true_type {};
+    F, std::void_t<decltype(F::name), decltype(F::chunk_elems), decltype(F::block_elems),
+                   decltype(F::data_bytes_per_chunk), decltype(F::scale_bytes_per_chunk),
+                   decltype(F::random_words_per_chunk), decltype(F::bytes_per_element), decltype(F::is_exact_fp32),
+                   decltype(F::decode(std::declval<const uint8_t*>(), std::declval<const uint8_t*>(),
+                                      std::declval<float (&)[F::chunk_elems]>())),
+                   decltype(F::template encode<round_nearest_even>(std::declval<const float (&)[F::chunk_elems]>(),
+                                                                   std::declval<const uint32_t*>(),
+                                                                   std::declval<uint8_t*>(), std::declval<uint8_t*>())),
+                   decltype(F::template encode<round_stochastic>(
+                       std::declval<const float (&)[F::chunk_elems]>(), std::declval<const uint32_t*>(),
+                       std::declval<uint8_t*>(), std::declval<uint8_t*>()))>> : std::true_type {};
 
 template <class F>
 constexpr bool state_format_shape_ok() {
   if constexpr (has_state_format_members<F>::value) {
     return F::chunk_elems > 0 && F::block_elems > 0 && F::chunk_elems % F::block_elems == 0 &&
-           F::data_bytes_per_chunk > 0 && F::scale_bytes_per_chunk >= 0 &&
-           F::random_words_per_chunk >= 0;
+           F::data_bytes_per_chunk > 0 && F::scale_bytes_per_chunk >= 0 && F::random_words_per_chunk >= 0;
   } else {
     return false;
   }
@@ -383,14 +375,22 @@ struct has_member : std::false_type {};
 template <class F, template <class> class Member>
 struct has_member<F, Member, std::void_t<Member<F>>> : std::true_type {};
 
-template <class F> using name_t = decltype(F::name);
-template <class F> using chunk_elems_t = decltype(F::chunk_elems);
-template <class F> using block_elems_t = decltype(F::block_elems);
-template <class F> using data_bytes_t = decltype(F::data_bytes_per_chunk);
-template <class F> using scale_bytes_t = decltype(F::scale_bytes_per_chunk);
-template <class F> using random_words_t = decltype(F::random_words_per_chunk);
-template <class F> using bytes_per_element_t = decltype(F::bytes_per_element);
-template <class F> using is_exact_fp32_t = decltype(F::is_exact_fp32);
+template <class F>
+using name_t = decltype(F::name);
+template <class F>
+using chunk_elems_t = decltype(F::chunk_elems);
+template <class F>
+using block_elems_t = decltype(F::block_elems);
+template <class F>
+using data_bytes_t = decltype(F::data_bytes_per_chunk);
+template <class F>
+using scale_bytes_t = decltype(F::scale_bytes_per_chunk);
+template <class F>
+using random_words_t = decltype(F::random_words_per_chunk);
+template <class F>
+using bytes_per_element_t = decltype(F::bytes_per_element);
+template <class F>
+using is_exact_fp32_t = decltype(F::is_exact_fp32);
 template <class F>
 using decode_t = decltype(F::decode(std::declval<const uint8_t*>(), std::declval<const uint8_t*>(),
                                     std::declval<float (&)[F::chunk_elems]>()));

@@ -156,10 +156,14 @@ REPLAYSSM_HOST_DEVICE float softplus(float x) {
 }
 
 /// sigmoid(x) = 1 / (1 + e^-x), to within a few ulp for x >= -87; 0 below x = -88.7.
-REPLAYSSM_HOST_DEVICE float sigmoid(float x) { return div(1.0f, add(1.0f, exp(-x))); }
+REPLAYSSM_HOST_DEVICE float sigmoid(float x) {
+  return div(1.0f, add(1.0f, exp(-x)));
+}
 
 /// silu(x) = x / (1 + e^-x).
-REPLAYSSM_HOST_DEVICE float silu(float x) { return div(x, add(1.0f, exp(-x))); }
+REPLAYSSM_HOST_DEVICE float silu(float x) {
+  return div(x, add(1.0f, exp(-x)));
+}
 
 }  // namespace math
 }  // namespace replayssm

@@ -41,8 +41,8 @@ REPLAYSSM_HOST_DEVICE uint32x4 philox4x32_10(uint32x4 counter, uint32_t key0, ui
   for (int round = 0; round < 10; ++round) {
     const uint32_t hi0 = detail::mul_hi32(multiplier0, counter.x);
     const uint32_t hi1 = detail::mul_hi32(multiplier1, counter.z);
-    counter = uint32x4{hi1 ^ counter.y ^ key0, multiplier1 * counter.z, hi0 ^ counter.w ^ key1,
-                       multiplier0 * counter.x};
+    counter =
+        uint32x4{hi1 ^ counter.y ^ key0, multiplier1 * counter.z, hi0 ^ counter.w ^ key1, multiplier0 * counter.x};
     key0 += weyl0;
     key1 += weyl1;
   }
@@ -61,8 +61,8 @@ namespace detail {
 
 /// Block `block` of a stream: words 4 block .. 4 block + 3.
 REPLAYSSM_HOST_DEVICE uint32x4 stream_block(const random_stream_key& key, uint32_t block) {
-  return philox4x32_10(uint32x4{block, key.head, key.slot, key.flush_index},
-                       static_cast<uint32_t>(key.seed), static_cast<uint32_t>(key.seed >> 32));
+  return philox4x32_10(uint32x4{block, key.head, key.slot, key.flush_index}, static_cast<uint32_t>(key.seed),
+                       static_cast<uint32_t>(key.seed >> 32));
 }
 
 /// Component `i` (0..3) of a block. A select chain, not an index, so a runtime `i` keeps
@@ -78,8 +78,7 @@ REPLAYSSM_HOST_DEVICE uint32_t block_word(const uint32x4& block, uint32_t i) {
 /// uint32(seed), uint32(seed>>32)) component w%4, so any split of a range into calls gives
 /// the same words. Each Philox block is computed once per call. Word indices wrap at 2^32.
 template <int Count>
-REPLAYSSM_HOST_DEVICE void random_words(const random_stream_key& key, uint32_t first_word,
-                                        uint32_t (&out)[Count]) {
+REPLAYSSM_HOST_DEVICE void random_words(const random_stream_key& key, uint32_t first_word, uint32_t (&out)[Count]) {
   static_assert(Count > 0, "random_words: Count must be positive");
   uint32_t block_index = first_word / 4;
   uint32x4 block = detail::stream_block(key, block_index);

@@ -34,9 +34,7 @@ struct float_e4m3_t {
   uint8_t bits;
   /// Largest finite value, 0x7E.
   static constexpr float max_finite = 448.0f;
-  REPLAYSSM_HOST_DEVICE static constexpr float_e4m3_t from_bits(uint8_t b) {
-    return float_e4m3_t{b};
-  }
+  REPLAYSSM_HOST_DEVICE static constexpr float_e4m3_t from_bits(uint8_t b) { return float_e4m3_t{b}; }
 };
 
 /// Unsigned E4M3, the block scale of NVFP4: E4M3FN with the sign bit fixed at zero, so
@@ -46,9 +44,7 @@ struct float_ue4m3_t {
   uint8_t bits;
   /// Largest finite value, 0x7E.
   static constexpr float max_finite = 448.0f;
-  REPLAYSSM_HOST_DEVICE static constexpr float_ue4m3_t from_bits(uint8_t b) {
-    return float_ue4m3_t{b};
-  }
+  REPLAYSSM_HOST_DEVICE static constexpr float_ue4m3_t from_bits(uint8_t b) { return float_ue4m3_t{b}; }
 };
 
 /// OCP FP4 E2M1, one code in the low nibble of `bits` (the high nibble is ignored when
@@ -58,14 +54,11 @@ struct float_e2m1_t {
   uint8_t bits;
   /// Largest finite value, code 0x7.
   static constexpr float max_finite = 6.0f;
-  REPLAYSSM_HOST_DEVICE static constexpr float_e2m1_t from_bits(uint8_t b) {
-    return float_e2m1_t{b};
-  }
+  REPLAYSSM_HOST_DEVICE static constexpr float_e2m1_t from_bits(uint8_t b) { return float_e2m1_t{b}; }
 };
 
 static_assert(std::is_trivially_copyable_v<half_t> && std::is_trivially_copyable_v<bfloat16_t> &&
-                  std::is_trivially_copyable_v<float_e4m3_t> &&
-                  std::is_trivially_copyable_v<float_ue4m3_t> &&
+                  std::is_trivially_copyable_v<float_e4m3_t> && std::is_trivially_copyable_v<float_ue4m3_t> &&
                   std::is_trivially_copyable_v<float_e2m1_t>,
               "numeric types must be trivially copyable");
 static_assert(sizeof(half_t) == 2 && sizeof(bfloat16_t) == 2 && sizeof(float_e4m3_t) == 1 &&

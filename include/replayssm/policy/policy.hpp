@@ -26,11 +26,9 @@ inline constexpr int max_window = 64;
 ///
 /// When `ReadFormat` and `CheckpointFormat` are the same type the read copy *is* the
 /// checkpoint ("shared" mode): one buffer, no second write at a flush.
-template <int Window, class ReadFormat, class CheckpointFormat = ReadFormat,
-          class Rounding = round_nearest_even>
+template <int Window, class ReadFormat, class CheckpointFormat = ReadFormat, class Rounding = round_nearest_even>
 struct replay_policy {
-  static_assert(Window >= 1 && Window <= max_window,
-                "replay_policy: Window must lie in [1, max_window]");
+  static_assert(Window >= 1 && Window <= max_window, "replay_policy: Window must lie in [1, max_window]");
   static_assert(state_format_check<ReadFormat>::ok,
                 "replay_policy: ReadFormat does not model the state-format concept (docs/formats.md)");
   static_assert(state_format_check<CheckpointFormat>::ok,
@@ -38,8 +36,7 @@ struct replay_policy {
   static_assert(std::is_same_v<ReadFormat, CheckpointFormat> ||
                     ReadFormat::bytes_per_element <= CheckpointFormat::bytes_per_element,
                 "replay_policy: a separate read copy must not be wider than the checkpoint");
-  static_assert(std::is_same_v<Rounding, round_nearest_even> ||
-                    std::is_same_v<Rounding, round_stochastic>,
+  static_assert(std::is_same_v<Rounding, round_nearest_even> || std::is_same_v<Rounding, round_stochastic>,
                 "replay_policy: Rounding must be round_nearest_even or round_stochastic");
 
   static constexpr int window = Window;

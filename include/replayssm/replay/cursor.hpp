@@ -13,10 +13,10 @@ namespace replayssm {
 /// Window bookkeeping of one (slot, head). The window is a ring of `window_entries` slots;
 /// entry j of the window lies in ring slot (start + j) mod window_entries.
 struct replay_cursor {
-  int32_t length;    ///< committed entries in the window
+  int32_t length;        ///< committed entries in the window
   uint32_t flush_count;  ///< flushes so far (they key stochastic rounding)
-  int32_t start;     ///< ring slot of entry 0
-  int32_t pending;   ///< drafts of the last verify step, after the committed entries, not yet committed
+  int32_t start;         ///< ring slot of entry 0
+  int32_t pending;       ///< drafts of the last verify step, after the committed entries, not yet committed
 };
 
 /// Error bits a step reports instead of touching memory it must not touch.

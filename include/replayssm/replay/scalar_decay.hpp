@@ -22,8 +22,7 @@ REPLAYSSM_HOST_DEVICE float suffix_log_decay(const float* log_decay, int j, int 
 
 /// Coefficient of window step j (0-based, of k) in the state at step k-1:
 /// exp(decay from j to k-1) * scale[j].
-REPLAYSSM_HOST_DEVICE float window_coefficient(const float* log_decay, const float* scale, int j,
-                                               int k) {
+REPLAYSSM_HOST_DEVICE float window_coefficient(const float* log_decay, const float* scale, int j, int k) {
   return math::mul(math::exp(suffix_log_decay(log_decay, j, k)), scale[j]);
 }
 

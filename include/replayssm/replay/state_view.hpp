@@ -71,22 +71,20 @@ struct state_head_view {
 
   /// The view of head `head_index` (= slot * heads + head) in a pool with
   /// `elements_per_head` elements per head.
-  REPLAYSSM_HOST_DEVICE static state_head_view in_pool(void* data, void* scales,
-                                                       int64_t head_index,
+  REPLAYSSM_HOST_DEVICE static state_head_view in_pool(void* data, void* scales, int64_t head_index,
                                                        int64_t elements_per_head) {
     const int64_t chunk0 = head_index * (elements_per_head / chunk_elems);
     state_head_view view;
     view.data = static_cast<uint8_t*>(data) + chunk0 * Format::data_bytes_per_chunk;
-    view.scales = scales == nullptr
-                      ? nullptr
-                      : static_cast<uint8_t*>(scales) + chunk0 * Format::scale_bytes_per_chunk;
+    view.scales = scales == nullptr ? nullptr : static_cast<uint8_t*>(scales) + chunk0 * Format::scale_bytes_per_chunk;
     return view;
   }
 
   /// The stored bytes of chunk `chunk`, to `decode` later.
   REPLAYSSM_HOST_DEVICE stored_chunk<Format> fetch(int32_t chunk) const {
     stored_chunk<Format> c;
-    detail::copy_chunk_bytes<Format::data_bytes_per_chunk>(c.data, data + int64_t(chunk) * Format::data_bytes_per_chunk);
+    detail::copy_chunk_bytes<Format::data_bytes_per_chunk>(c.data,
+                                                           data + int64_t(chunk) * Format::data_bytes_per_chunk);
     if constexpr (Format::scale_bytes_per_chunk > 0)
       detail::copy_chunk_bytes<Format::scale_bytes_per_chunk>(c.scales,
                                                               scales + int64_t(chunk) * Format::scale_bytes_per_chunk);
@@ -105,8 +103,7 @@ struct state_head_view {
   /// stream `key`, starting at word `chunk * random_words_per_chunk`, so the bits depend on
   /// the element, never on which thread writes it.
   template <class Round>
-  REPLAYSSM_HOST_DEVICE void store(int32_t chunk, const float (&in)[chunk_elems],
-                                   const random_stream_key& key) const {
+  REPLAYSSM_HOST_DEVICE void store(int32_t chunk, const float (&in)[chunk_elems], const random_stream_key& key) const {
     uint32_t bits[Format::random_words_per_chunk > 0 ? Format::random_words_per_chunk : 1] = {};
     // An exact format's encode is the identity: its words would be drawn for nothing.
     if constexpr (Round::is_stochastic && Format::random_words_per_chunk > 0 && !Format::is_exact_fp32) {

@@ -24,13 +24,13 @@ struct token_rows {
 /// where its tokens go. Entries 0 .. length-1 are the window's committed entries, entries
 /// length .. length+tokens-1 the step's tokens.
 struct step_plan {
-  int32_t length;    ///< committed window entries before the step (L)
-  int32_t tokens;    ///< the step's tokens (T)
-  int32_t folded;           ///< entries folded into the checkpoint first (F): 0, L, or L + T
-  bool writes_checkpoint;   ///< the step flushes: the checkpoint (and read copy) is rewritten
-  int32_t start;            ///< ring slot of entry 0
-  int32_t ring;             ///< ring slots of the window buffers
-  uint32_t flush_count;     ///< flushes done before this step
+  int32_t length;          ///< committed window entries before the step (L)
+  int32_t tokens;          ///< the step's tokens (T)
+  int32_t folded;          ///< entries folded into the checkpoint first (F): 0, L, or L + T
+  bool writes_checkpoint;  ///< the step flushes: the checkpoint (and read copy) is rewritten
+  int32_t start;           ///< ring slot of entry 0
+  int32_t ring;            ///< ring slots of the window buffers
+  uint32_t flush_count;    ///< flushes done before this step
   uint32_t error;
   REPLAYSSM_HOST_DEVICE int32_t entries() const { return length + tokens; }
   /// Ring slot of entry j (j < entries()).
@@ -76,7 +76,8 @@ REPLAYSSM_HOST_DEVICE replay_cursor next_cursor(const step_plan& plan, step_kind
   const int32_t start = plan.writes_checkpoint && plan.ring > 0 ? (plan.start + plan.folded) % plan.ring : plan.start;
   const uint32_t flush_count = plan.flush_count + (plan.writes_checkpoint ? 1u : 0u);
   if (kind == step_kind::decode)
-    return plan.writes_checkpoint ? replay_cursor{0, flush_count, 0, 0} : replay_cursor{plan.length + 1, flush_count, start, 0};
+    return plan.writes_checkpoint ? replay_cursor{0, flush_count, 0, 0}
+                                  : replay_cursor{plan.length + 1, flush_count, start, 0};
   return replay_cursor{plan.length - plan.folded, flush_count, start, plan.tokens};
 }
 

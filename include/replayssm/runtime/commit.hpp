@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "replayssm/config.hpp"
+#include "replayssm/replay/cursor.hpp"
 #include "replayssm/runtime/requests.hpp"
 #include "replayssm/runtime/status.hpp"
 #include "replayssm/runtime/validate.hpp"
-#include "replayssm/replay/cursor.hpp"
 
 namespace replayssm {
 
@@ -24,7 +24,8 @@ REPLAYSSM_HOST_DEVICE uint32_t commit_request_errors(const Params& p, int32_t b)
   const int32_t slot = request_slot(p, b);
   if (const uint32_t errors = slot_errors(p, b); errors != step_ok || slot == p.pad_slot_id) return errors;
   uint32_t errors = step_ok;
-  for (int32_t h = 0; h < p.heads; ++h) errors |= accept_error(p.cursors[int64_t(slot) * p.heads + h], p.accepted_counts[b]);
+  for (int32_t h = 0; h < p.heads; ++h)
+    errors |= accept_error(p.cursors[int64_t(slot) * p.heads + h], p.accepted_counts[b]);
   return errors;
 }
 
@@ -59,8 +60,8 @@ template <class Params>
 /// for request `b`: its slot becomes the snapshot slot of its last
 /// accepted draft, and that snapshot slot takes the slot it held.
 template <class Params>
-REPLAYSSM_HOST_DEVICE uint32_t snapshot_commit_request(const Params& p, int32_t* slot_indices,
-                                                              int32_t* snapshot_slots, int32_t b) {
+REPLAYSSM_HOST_DEVICE uint32_t snapshot_commit_request(const Params& p, int32_t* slot_indices, int32_t* snapshot_slots,
+                                                       int32_t b) {
   const int32_t accepted = p.accepted_counts[b], verified = request_tokens(p, b);
   if (verified < 1 || verified > p.tokens) return error_tokens_out_of_range;  // beyond [batch][tokens]
   if (accepted < 0 || accepted > verified) return error_accepted_out_of_range;
@@ -75,7 +76,7 @@ REPLAYSSM_HOST_DEVICE uint32_t snapshot_commit_request(const Params& p, int32_t*
 /// Validates the snapshot commit's arguments.
 template <class Params>
 [[nodiscard]] status validate_snapshot_commit(const Params& p, const int32_t* slot_indices,
-                                                     const int32_t* snapshot_slots, bool host_memory) {
+                                              const int32_t* snapshot_slots, bool host_memory) {
   if (slot_indices == nullptr || snapshot_slots == nullptr || p.accepted_counts == nullptr)
     return status::error("snapshot commit: slot_indices, snapshot_slots and accepted_counts must be set");
   if (!host_memory) return detail::check_report("snapshot commit", p);
@@ -90,8 +91,8 @@ namespace detail {
 template <class Params>
 status check_snapshot_slots(const Params& p, bool host_memory) {
   if (p.tokens < 1 || p.tokens > max_draft_tokens)
-    return status::error("snapshot: tokens=" + std::to_string(p.tokens) + " is outside [1, max_draft_tokens=" +
-                         std::to_string(max_draft_tokens) + "]");
+    return status::error("snapshot: tokens=" + std::to_string(p.tokens) +
+                         " is outside [1, max_draft_tokens=" + std::to_string(max_draft_tokens) + "]");
   if (p.snapshot_slots == nullptr) return status::error("snapshot: snapshot_slots are null");
   if (!host_memory) return {};
   if (status s = check_token_counts(p, "snapshot"); !s) return s;

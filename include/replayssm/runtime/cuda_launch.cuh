@@ -29,34 +29,26 @@ __device__ __forceinline__ void report(const Params& p, int32_t b, uint32_t erro
   atomicMax(&p.report->request_key, INT32_MAX - b);
 }
 
-/// True while `p.report` holds errors: every device step and commit then does nothing.
-template <class Params>
-__device__ __forceinline__ bool halted(const Params& p) {
-  return *static_cast<const volatile uint32_t*>(&p.report->errors) != 0;
-}
-
-/// The check before a step of `Kind`: one thread per request reports its `request_errors`
-/// (a slot out of range or shared, a cursor, phase or token count no step could have left),
-/// so that the step that follows, seeing the report, steps nothing.
-template <class Policy, step_kind Kind, class Params>
-__global__ void check_requests_kernel(const Params p) {
-  const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b < p.batch && !halted(p)) report(p, b, request_errors<Policy, Kind>(p, b));
-}
-
-/// The body of every per-(request, head) kernel, the device twin of the CPU's
-/// `for_each_request_head`: block (h, b) runs `head(b, h, slot, scratch)` on its dynamic shared
-/// memory unless request b is padding or the report holds errors, and reports the step's own
-/// error bits.
-template <class Params, class HeadStep>
+/// The body of every per-(request, head) kernel of a step of `Kind` under `Policy`, the
+/// device twin of the CPU's `for_each_request_head`: block (h, b) first checks request b as a
+/// whole (`request_errors`, shared by the block's threads: a slot out of range or shared with
+/// another request, a cursor, phase or token count of any of its heads that no step could have
+/// left), so that every block of a bad request finds the same and none of its heads is
+/// stepped; then it runs `head(b, h, slot, scratch)` on its dynamic shared memory. Errors go
+/// to `p.report`. (A head whose block has already stepped holds a cursor a step left, which
+/// passes, so the check does not depend on the order the blocks run in.)
+template <class Policy, step_kind Kind, class Params, class HeadStep>
 __device__ __forceinline__ void run_request_head(const Params& p, HeadStep&& head) {
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
   const int32_t slot = request_slot(p, b);
-  if (slot == p.pad_slot_id || halted(p)) return;
-  const uint32_t errors = slot >= 0 && slot < p.num_slots
-                              ? head(b, h, slot, reinterpret_cast<float*>(scratch_storage))
-                              : uint32_t(error_slot_out_of_range);
+  if (slot == p.pad_slot_id) return;
+  const uint32_t request = request_errors<Policy, Kind>(p, b, int32_t(threadIdx.x), int32_t(blockDim.x));
+  if (__syncthreads_or(request != step_ok)) {
+    if (h == 0) report(p, b, request);
+    return;
+  }
+  const uint32_t errors = head(b, h, slot, reinterpret_cast<float*>(scratch_storage));
   if (threadIdx.x == 0) report(p, b, errors);
 }
 
@@ -69,6 +61,7 @@ inline status cuda_error(const char* what, cudaError_t e) {
 template <class Kernel, class Params>
 status launch_head_blocks(Kernel kernel, const Params& p, size_t smem, int threads, cudaStream_t stream,
                           const char* who) {
+  if (p.batch == 0) return {};
   int device = 0, limit = 0;
   if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return cuda_error("no CUDA device", e);
   if (const cudaError_t e = cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
@@ -99,22 +92,13 @@ status launch_threads(Kernel kernel, int64_t count, cudaStream_t stream, const A
   return {};
 }
 
-/// A step of `Kind` under `Policy`: the request check (`check_requests_kernel`), then
-/// `kernel` over (heads, batch) blocks, both on `stream`.
-template <class Policy, step_kind Kind, class Kernel, class Params>
-status launch_step(Kernel kernel, const Params& p, size_t smem, int threads, cudaStream_t stream, const char* who) {
-  if (p.batch == 0) return {};
-  if (status s = launch_threads(check_requests_kernel<Policy, Kind, Params>, p.batch, stream, p); !s) return s;
-  return launch_head_blocks(kernel, p, smem, threads, stream, who);
-}
-
 }  // namespace detail
 
 /// Commits the accepted drafts of every request, all of its heads or none: one thread each.
 template <class Params>
 __global__ void commit_drafts_kernel(const Params p) {
   const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b < p.batch && !detail::halted(p)) detail::report(p, b, commit_request(p, b));
+  if (b < p.batch) detail::report(p, b, commit_request(p, b));
 }
 
 /// The snapshot baseline's commit: one thread per request. (A template, as every kernel of a
@@ -122,7 +106,7 @@ __global__ void commit_drafts_kernel(const Params p) {
 template <class Params>
 __global__ void snapshot_commit_kernel(const Params p, int32_t* slot_indices, int32_t* snapshot_slots) {
   const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b < p.batch && !detail::halted(p)) detail::report(p, b, snapshot_commit_request(p, slot_indices, snapshot_slots, b));
+  if (b < p.batch) detail::report(p, b, snapshot_commit_request(p, slot_indices, snapshot_slots, b));
 }
 
 /// Commits `p.accepted_counts[b]` drafts of every request of any recurrence: moves the
@@ -144,8 +128,8 @@ template <class Params>
 }
 
 /// Reads and clears a device report (synchronizes `stream`); an error status names the
-/// lowest request that raised one and what was wrong. The steps that found errors, and every
-/// step after them until this call, stepped nothing.
+/// lowest request that raised one and what was wrong. A request with an error was not
+/// stepped (or committed) at any head; the others were.
 [[nodiscard]] inline status take_step_errors(step_report* report, cudaStream_t stream = nullptr) {
   step_report r{};
   if (cudaError_t e = cudaMemcpyAsync(&r, report, sizeof r, cudaMemcpyDeviceToHost, stream); e != cudaSuccess)
@@ -155,7 +139,7 @@ template <class Params>
   if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) return detail::cuda_error("synchronizing", e);
   if (r.errors == 0) return {};
   return status::error("replayssm: request " + std::to_string(INT32_MAX - r.request_key) + ": " +
-                       describe_step_errors(r.errors) + "; nothing was stepped until this report was taken");
+                       describe_step_errors(r.errors) + "; requests with errors were not stepped");
 }
 
 }  // namespace cuda

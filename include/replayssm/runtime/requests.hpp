@@ -9,10 +9,10 @@
 #include <string>
 
 #include "replayssm/config.hpp"
-#include "replayssm/runtime/status.hpp"
 #include "replayssm/numeric/philox.hpp"
 #include "replayssm/replay/state_view.hpp"
 #include "replayssm/replay/step_plan.hpp"
+#include "replayssm/runtime/status.hpp"
 
 namespace replayssm {
 
@@ -46,9 +46,7 @@ REPLAYSSM_HOST_DEVICE void bind_head_state(const Params& p, int32_t slot, int32_
 }
 
 /// What the device steps report instead of touching memory they must not (device memory,
-/// zeroed before the first step). While it holds errors every device step and commit that
-/// uses it does nothing, so that a bad request never leaves a batch half-stepped;
-/// `cuda::take_step_errors` reads and clears it.
+/// zeroed before the first step; `cuda::take_step_errors` reads and clears it).
 struct step_report {
   uint32_t errors;      ///< step_error bits
   int32_t request_key;  ///< INT32_MAX minus the lowest request index that raised one; 0: none
@@ -75,25 +73,27 @@ REPLAYSSM_HOST_DEVICE uint32_t head_errors(const Params& p, int32_t b, int32_t s
 }
 
 /// step_error bits of request `b`'s slot: outside [0, num_slots), or shared with another
-/// request of the step. Step_ok for padding.
+/// request of the step. Step_ok for padding. The other requests are those from `first` on,
+/// `stride` apart: the threads of a block share the search, each with its own `first`.
 template <class Params>
-REPLAYSSM_HOST_DEVICE uint32_t slot_errors(const Params& p, int32_t b) {
+REPLAYSSM_HOST_DEVICE uint32_t slot_errors(const Params& p, int32_t b, int32_t first = 0, int32_t stride = 1) {
   const int32_t slot = request_slot(p, b);
   if (slot == p.pad_slot_id) return step_ok;
   if (slot < 0 || slot >= p.num_slots) return error_slot_out_of_range;
-  for (int32_t other = 0; other < p.batch; ++other)
+  for (int32_t other = first; other < p.batch; other += stride)
     if (other != b && request_slot(p, other) == slot) return error_duplicate_slot;
   return step_ok;
 }
 
 /// step_error bits of request `b` of `p` for a step of `Kind`: its `slot_errors`, or any of its
-/// heads' `head_errors`. Step_ok for padding.
+/// heads' `head_errors`. Step_ok for padding. As in `slot_errors`, a thread of a block looks
+/// at the requests and heads from `first` on, `stride` apart; the block's union is the whole.
 template <class Policy, step_kind Kind, class Params>
-REPLAYSSM_HOST_DEVICE uint32_t request_errors(const Params& p, int32_t b) {
+REPLAYSSM_HOST_DEVICE uint32_t request_errors(const Params& p, int32_t b, int32_t first = 0, int32_t stride = 1) {
   const int32_t slot = request_slot(p, b);
-  if (const uint32_t errors = slot_errors(p, b); errors != step_ok || slot == p.pad_slot_id) return errors;
-  uint32_t errors = step_ok;
-  for (int32_t h = 0; h < p.heads; ++h) errors |= head_errors<Policy, Kind>(p, b, slot, h);
+  uint32_t errors = slot_errors(p, b, first, stride);
+  if (slot == p.pad_slot_id || (errors & error_slot_out_of_range) != 0) return errors;
+  for (int32_t h = first; h < p.heads; h += stride) errors |= head_errors<Policy, Kind>(p, b, slot, h);
   return errors;
 }
 
@@ -104,9 +104,9 @@ template <class Params>
 status check_token_counts(const Params& p, const char* who) {
   for (int32_t b = 0; p.token_counts != nullptr && b < p.batch; ++b) {
     if (p.token_counts[b] < 1 || p.token_counts[b] > p.tokens)
-      return status::error(std::string(who) + ": token_counts[" + std::to_string(b) + "]=" +
-                           std::to_string(p.token_counts[b]) + " is outside [1, tokens=" + std::to_string(p.tokens) +
-                           "]");
+      return status::error(std::string(who) + ": token_counts[" + std::to_string(b) +
+                           "]=" + std::to_string(p.token_counts[b]) +
+                           " is outside [1, tokens=" + std::to_string(p.tokens) + "]");
   }
   return {};
 }
@@ -117,8 +117,8 @@ status check_accepted_counts(const Params& p, const char* who) {
   for (int32_t b = 0; b < p.batch; ++b) {
     const int32_t verified = request_tokens(p, b);
     if (p.accepted_counts[b] < 0 || p.accepted_counts[b] > verified)
-      return status::error(std::string(who) + ": accepted_counts[" + std::to_string(b) + "]=" +
-                           std::to_string(p.accepted_counts[b]) + " is outside [0, " + std::to_string(verified) +
+      return status::error(std::string(who) + ": accepted_counts[" + std::to_string(b) +
+                           "]=" + std::to_string(p.accepted_counts[b]) + " is outside [0, " + std::to_string(verified) +
                            "], the drafts request " + std::to_string(b) + " verified");
   }
   return {};

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "replayssm/replay/cursor.hpp"
 #include "replayssm/runtime/requests.hpp"
 #include "replayssm/runtime/status.hpp"
-#include "replayssm/replay/cursor.hpp"
 
 namespace replayssm {
 namespace detail {
@@ -32,8 +32,8 @@ inline int64_t chunk_alignment(int64_t chunk_bytes) {
 }
 
 /// Checks a `[batch][rows][inner]` activation: present, aligned, rows and batches disjoint.
-inline status check_rows(const char* who, const char* name, const void* ptr, int64_t batch_stride,
-                         int64_t row_stride, int32_t rows, int32_t inner, int elem_size, bool optional = false) {
+inline status check_rows(const char* who, const char* name, const void* ptr, int64_t batch_stride, int64_t row_stride,
+                         int32_t rows, int32_t inner, int elem_size, bool optional = false) {
   const std::string what = std::string(who) + ": " + name;
   if (ptr == nullptr) return optional ? status{} : status::error(what + " is null");
   if (!aligned(ptr, elem_size))
@@ -72,10 +72,11 @@ status check_tokens(const char* who, const Params& p, step_kind kind, bool host_
       return status::error(w + "a decode step takes one token per request (" + field("tokens", p.tokens) +
                            "); speculative drafts go through the verify step");
   } else {
-    if (Policy::is_writeback) return status::error(w + "the verify step needs a replay policy (drafts wait in the window)");
+    if (Policy::is_writeback)
+      return status::error(w + "the verify step needs a replay policy (drafts wait in the window)");
     if (p.tokens < 1 || p.tokens > max_draft_tokens)
-      return status::error(w + field("tokens", p.tokens) + " is outside [1, max_draft_tokens=" +
-                           std::to_string(max_draft_tokens) + "]");
+      return status::error(w + field("tokens", p.tokens) +
+                           " is outside [1, max_draft_tokens=" + std::to_string(max_draft_tokens) + "]");
     if (p.tokens > Policy::window)
       return status::error(w + field("tokens", p.tokens) + " drafts do not fit the window of " +
                            std::to_string(Policy::window));
@@ -103,8 +104,8 @@ status check_slot_fields(const char* who, const Params& p) {
     return status::error(w + "without slot_indices request b uses slot b, but " + field("batch", p.batch) +
                          " exceeds " + field("num_slots", p.num_slots));
   if (p.pad_slot_id >= 0 && p.pad_slot_id < p.num_slots)
-    return status::error(w + field("pad_slot_id", p.pad_slot_id) + " names a real slot (num_slots=" +
-                         std::to_string(p.num_slots) + ")");
+    return status::error(w + field("pad_slot_id", p.pad_slot_id) +
+                         " names a real slot (num_slots=" + std::to_string(p.num_slots) + ")");
   return {};
 }
 
@@ -119,7 +120,8 @@ std::string describe_slot_errors(const Params& p, int32_t b, uint32_t errors) {
            std::to_string(p.pad_slot_id);
   int32_t other = 0;
   while (other == b || request_slot(p, other) != slot) ++other;
-  return at + " repeats slot_indices[" + std::to_string(other) + "]: two requests of one step cannot share a state slot";
+  return at + " repeats slot_indices[" + std::to_string(other) +
+         "]: two requests of one step cannot share a state slot";
 }
 
 /// The message of request `b`'s `request_errors`, naming the buffer, the index and what was
@@ -149,8 +151,9 @@ std::string describe_request_errors(const Params& p, int32_t b, uint32_t errors)
 template <class Params>
 status check_report(const char* who, const Params& p) {
   if (p.report == nullptr)
-    return status::error(std::string(who) + ": report is null: the device steps report bad slot indices and cursors "
-                                            "there (a zeroed replayssm::step_report in device memory)");
+    return status::error(std::string(who) +
+                         ": report is null: the device steps report bad slot indices and cursors "
+                         "there (a zeroed replayssm::step_report in device memory)");
   if (!aligned(p.report, alignof(step_report))) return status::error(std::string(who) + ": report is misaligned");
   return {};
 }

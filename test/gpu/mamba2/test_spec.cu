@@ -88,9 +88,9 @@ TEST_CASE("the device reports bad mamba2 draft and acceptance counts and leaves 
   p.y = y.data();
   const auto runners = device_spec_runners<mamba2_harness, policy, float>();
   status s = runners.verify(p, st);
-  CHECK_THAT(s.message(), contains_text("token count was outside"));
-  CHECK(st.cursors[0].pending == 0);  // request 1 (slot 0) was skipped
-  CHECK(st.cursors[size_t(2) * 4].pending == 4);
+  CHECK_THAT(s.message(), contains_text("request 1: a request's token count was outside"));
+  CHECK(st.cursors[0].pending == 0);              // request 1 (slot 0) was not stepped at any head
+  CHECK(st.cursors[size_t(2) * 4].pending == 4);  // request 0 was
   accepted = {5, 0};
   const auto cursors = st.cursors;
   s = runners.commit(p, st);
