@@ -30,7 +30,7 @@ template <class Policy, class Act, int Threads, step_kind Kind>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<Policy::is_writeback, Kind>>)
     gdn_decode_kernel(const gdn_params<Act> p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "gdn_decode_kernel: Threads must be whole warps");
-  detail::run_request_head<Policy, Kind>(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
     const gdn_head_views<Policy, Act> v(p, b, h, slot);
     return gdn_head_step<Kind>(gdn_executor<Policy::is_writeback>{}, v.in, v.state, p.shape(), scratch);
   });
@@ -40,10 +40,9 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 template <class StateFormat, class Act, int Threads>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<true, step_kind::verify>>)
     gdn_snapshot_kernel(const gdn_params<Act> p) {
-  detail::run_request_head<writeback_policy<StateFormat>, step_kind::decode>(
-      p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-        return gdn_snapshot_head_step<StateFormat, Act>(gdn_executor<true>{}, p, b, h, slot, scratch);
-      });
+  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+    return gdn_snapshot_head_step<StateFormat, Act>(gdn_executor<true>{}, p, b, h, slot, scratch);
+  });
 }
 
 namespace detail {

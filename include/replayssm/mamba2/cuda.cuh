@@ -25,7 +25,7 @@ template <class Policy, class Act, int Threads, step_kind Kind>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, mamba2_blocks_per_sm<Policy, Kind>>)
     mamba2_decode_kernel(const mamba2_params<Act> p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "mamba2_decode_kernel: Threads must be whole warps");
-  detail::run_request_head<Policy, Kind>(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
     const mamba2_head_views<Policy, Act> v(p, b, h, slot);
     return mamba2_head_step<Kind>(block_executor{}, v.in, v.state, p.shape(), scratch);
   });
@@ -36,10 +36,9 @@ template <class StateFormat, class Act, int Threads>
 __global__ void __launch_bounds__(
     Threads, decode_min_blocks<Threads, mamba2_blocks_per_sm<writeback_policy<StateFormat>, step_kind::verify>>)
     mamba2_snapshot_kernel(const mamba2_params<Act> p) {
-  detail::run_request_head<writeback_policy<StateFormat>, step_kind::decode>(
-      p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-        return mamba2_snapshot_head_step<StateFormat, Act>(block_executor{}, p, b, h, slot, scratch);
-      });
+  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+    return mamba2_snapshot_head_step<StateFormat, Act>(block_executor{}, p, b, h, slot, scratch);
+  });
 }
 
 namespace detail {

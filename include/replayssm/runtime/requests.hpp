@@ -73,27 +73,25 @@ REPLAYSSM_HOST_DEVICE uint32_t head_errors(const Params& p, int32_t b, int32_t s
 }
 
 /// step_error bits of request `b`'s slot: outside [0, num_slots), or shared with another
-/// request of the step. Step_ok for padding. The other requests are those from `first` on,
-/// `stride` apart: the threads of a block share the search, each with its own `first`.
+/// request of the step. Step_ok for padding.
 template <class Params>
-REPLAYSSM_HOST_DEVICE uint32_t slot_errors(const Params& p, int32_t b, int32_t first = 0, int32_t stride = 1) {
+REPLAYSSM_HOST_DEVICE uint32_t slot_errors(const Params& p, int32_t b) {
   const int32_t slot = request_slot(p, b);
   if (slot == p.pad_slot_id) return step_ok;
   if (slot < 0 || slot >= p.num_slots) return error_slot_out_of_range;
-  for (int32_t other = first; other < p.batch; other += stride)
+  for (int32_t other = 0; other < p.batch; ++other)
     if (other != b && request_slot(p, other) == slot) return error_duplicate_slot;
   return step_ok;
 }
 
 /// step_error bits of request `b` of `p` for a step of `Kind`: its `slot_errors`, or any of its
-/// heads' `head_errors`. Step_ok for padding. As in `slot_errors`, a thread of a block looks
-/// at the requests and heads from `first` on, `stride` apart; the block's union is the whole.
+/// heads' `head_errors`. Step_ok for padding.
 template <class Policy, step_kind Kind, class Params>
-REPLAYSSM_HOST_DEVICE uint32_t request_errors(const Params& p, int32_t b, int32_t first = 0, int32_t stride = 1) {
+REPLAYSSM_HOST_DEVICE uint32_t request_errors(const Params& p, int32_t b) {
   const int32_t slot = request_slot(p, b);
-  uint32_t errors = slot_errors(p, b, first, stride);
-  if (slot == p.pad_slot_id || (errors & error_slot_out_of_range) != 0) return errors;
-  for (int32_t h = first; h < p.heads; h += stride) errors |= head_errors<Policy, Kind>(p, b, slot, h);
+  if (const uint32_t errors = slot_errors(p, b); errors != step_ok || slot == p.pad_slot_id) return errors;
+  uint32_t errors = step_ok;
+  for (int32_t h = 0; h < p.heads; ++h) errors |= head_errors<Policy, Kind>(p, b, slot, h);
   return errors;
 }
 
