@@ -131,7 +131,7 @@ std::string describe_request_errors(const Params& p, int32_t b, uint32_t errors)
   if (errors & (error_slot_out_of_range | error_duplicate_slot)) return describe_slot_errors(p, b, errors);
   const int32_t slot = request_slot(p, b);
   int32_t h = 0;
-  while (head_errors<Policy, Kind>(p, b, slot, h) == step_ok) ++h;
+  while (h + 1 < p.heads && head_errors<Policy, Kind>(p, b, slot, h) == step_ok) ++h;
   const int64_t index = int64_t(slot) * p.heads + h;
   std::string text = "request " + std::to_string(b) + " (slot " + std::to_string(slot) + ", head " + std::to_string(h) +
                      "): " + describe_step_errors(errors);
