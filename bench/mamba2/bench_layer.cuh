@@ -51,6 +51,7 @@ struct mamba2_bench_layer : device_arena {
     p.window_dt = static_cast<float*>(take(sizes.window_dt));
     p.cursors = zeroed<replay_cursor>(sizes.cursors / sizeof(replay_cursor));
     p.report = zeroed<step_report>(1);
+    p.request_plans = zeroed<request_plan>(size_t(batch));
     cuda_check(cudaDeviceSynchronize(), "setup");
   }
 

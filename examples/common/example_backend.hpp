@@ -153,6 +153,10 @@ class backend {
   /// steps return those errors as their status).
   step_report* report() const { return report_; }
 
+  /// Device scratch where the CUDA replay decode step plans `batch` requests (null on the
+  /// CPU, whose steps check every request before they step any).
+  request_plan* request_plans(size_t batch) { return cuda_ ? array<request_plan>(batch) : nullptr; }
+
   /// Waits for the queued work; on the GPU also reads and clears the steps' report.
   void finish() const {
 #if REPLAYSSM_CUDA_COMPILER

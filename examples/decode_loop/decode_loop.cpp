@@ -333,12 +333,14 @@ struct stack {
     std::vector<int32_t> phase(batch);
     for (size_t b = 0; b < batch; ++b) phase[b] = o.stagger ? int32_t(b * Policy::window / batch) : 0;
     const int32_t* phase_dev = be.upload(phase);
+    request_plan* plans = be.request_plans(batch);
     for (int l = 0; l < o.layers; ++l) {
       float* y = be.array<float>(batch * d);
       auto p = m.template layer<Policy>(be, view, w, l, o.batch, y);
       p.num_slots = o.batch;
       p.flush_phase = phase_dev;
       p.report = be.report();
+      p.request_plans = plans;
       y_per_layer.push_back(y);
       layers.push_back(p);
     }

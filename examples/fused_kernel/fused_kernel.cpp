@@ -177,6 +177,8 @@ class runner {
     d.cursors = reinterpret_cast<replay_cursor*>(upload(l.cursors.data(), l.cursors.size() * sizeof(replay_cursor)));
     const step_report no_errors{};
     d.report = reinterpret_cast<step_report*>(upload(&no_errors, sizeof no_errors));
+    const std::vector<request_plan> plans(size_t(batch), request_plan::skip);
+    d.request_plans = reinterpret_cast<request_plan*>(upload(plans.data(), plans.size() * sizeof(request_plan)));
     launch(d);
     check_cuda(cudaDeviceSynchronize(), "step");
     cuda::take_step_errors(d.report).throw_if_error();

@@ -13,13 +13,13 @@ import sys
 
 # Layer of each top-level entry; a recurrence folder is any folder not named here.
 LAYERS = {"config.hpp": 1, "numeric": 2, "policy": 3, "replay": 4,
-          "runtime": 5, "diagnostics": 7}
-RECURRENCE = 6
+          "warp": 5, "runtime": 6, "diagnostics": 8}
+RECURRENCE = 7
 UMBRELLAS = {"replayssm.hpp", "cuda.cuh"}
 # The files every recurrence folder holds; extras must be listed here.
 RECURRENCE_FILES = {"recurrence.hpp", "head_step.hpp", "params.hpp", "validate.hpp", "snapshot.hpp",
                     "buffers.hpp", "state_io.hpp", "cpu.hpp", "cuda.cuh"}
-RECURRENCE_EXTRAS = {"gated_deltanet": {"inputs.hpp"}}
+RECURRENCE_EXTRAS = {"gated_deltanet": {"inputs.hpp"}, "mamba2": {"warp_step.cuh"}}
 INCLUDE = re.compile(r'^#include "replayssm/([^"]+)"', re.M)
 
 

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cuda.cuh
-/// The ready-made CUDA kernels of the Mamba-2 steps (decode, speculative verify and the
-/// snapshot baseline) and their launchers, built from the same head step as the CPU path,
-/// run by `block_executor`: one block per (request, head). Commits and device error flags
-/// are shared by every recurrence (runtime/cuda_launch.cuh).
+/// The ready-made CUDA kernels of the Mamba-2 steps and their launchers. Decode steps run on
+/// the warp steps (mamba2/warp_step.cuh: one warp per head, the state streamed): a planner
+/// launch decides from the cursors which requests read and which flush, then a read launch
+/// and a flush launch each step their requests. Verify steps, the snapshot baseline and
+/// shapes the warp steps do not cover run the head step of the CPU path with
+/// `block_executor`, one block per (request, head). Commits and device error reports are
+/// shared by every recurrence (runtime/cuda_launch.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,6 +15,7 @@
 #include "replayssm/mamba2/params.hpp"
 #include "replayssm/mamba2/snapshot.hpp"
 #include "replayssm/mamba2/validate.hpp"
+#include "replayssm/mamba2/warp_step.cuh"
 #include "replayssm/replay/executor.hpp"
 #include "replayssm/runtime/cuda_launch.cuh"
 #include "replayssm/runtime/gpu_tuning.hpp"
@@ -20,11 +24,13 @@
 namespace replayssm {
 namespace cuda {
 
-/// One block runs one head of one request: a decode or verify step.
+/// One block runs one head of one request: a decode or verify step. (A replay decode step's
+/// requests are planned first: those planned to skip are skipped.)
 template <class Policy, class Act, int Threads, step_kind Kind>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, mamba2_blocks_per_sm<Policy, Kind>>)
     mamba2_decode_kernel(const mamba2_params<Act> p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "mamba2_decode_kernel: Threads must be whole warps");
+  if (Kind == step_kind::decode && !Policy::is_writeback && p.request_plans[blockIdx.y] == request_plan::skip) return;
   detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
     const mamba2_head_views<Policy, Act> v(p, b, h, slot);
     return mamba2_head_step<Kind>(block_executor{}, v.in, v.state, p.shape(), scratch);
@@ -41,12 +47,112 @@ __global__ void __launch_bounds__(
   });
 }
 
+/// One warp runs one head of one request, `blockDim.x / 32` heads of a request per block: the
+/// read steps (`Flush` false) or the flushes of the requests planned so. A write-back step
+/// (no plans) flushes every request, checking its slot and each head's cursor itself.
+template <class Policy, class Act, warp::copy_engine Engine, bool Flush>
+__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks)
+    mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes) {
+  extern __shared__ float4 warp_storage[];
+  const int32_t b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int32_t h = blockIdx.x * (blockDim.x / 32) + warp;
+  if (h >= p.heads) return;
+  const int32_t slot = request_slot(p, b);
+  if constexpr (Policy::is_writeback) {
+    if (slot == p.pad_slot_id) return;
+    if (slot < 0 || slot >= p.num_slots) {
+      if (lane == 0) detail::report(p, b, error_slot_out_of_range);
+      return;
+    }
+  } else {
+    if (p.request_plans[b] != (Flush ? request_plan::flush : request_plan::read)) return;
+  }
+  const mamba2_head_views<Policy, Act> v(p, b, h, slot);
+  const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
+  if (plan.error != step_ok) {  // only a write-back step gets here: a replay step's plan checked it
+    if (lane == 0) detail::report(p, b, plan.error);
+    return;
+  }
+  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + warp * warp_bytes;
+  if constexpr (Flush)
+    warp::mamba2_warp_flush<Engine>(v.in, v.state, p.shape(), plan, smem, lane);
+  else
+    warp::mamba2_warp_read<Engine>(v.in, v.state, p.shape(), plan, smem, lane);
+}
+
 namespace detail {
 
-/// A decode or verify step for every request of `p` (device memory).
+/// Launches the read (`Flush` false) or flush warp kernel over every request, as many heads
+/// per block as shared memory allows (up to warp_step_threads / 32).
+template <class Policy, warp::copy_engine Engine, bool Flush, class Act>
+status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+  const uint32_t warp_bytes = warp::mamba2_warp_layout<Policy, Act, Flush>::make(p.shape()).bytes;
+  if (warp_bytes > uint32_t(d.shared_per_block))
+    return status::error("mamba2: a warp step of this shape and window needs " + std::to_string(warp_bytes) +
+                         " bytes of shared memory, more than the device's " + std::to_string(d.shared_per_block));
+  int warps = warp_step_threads / 32;
+  while (warps > 1 && size_t(warps) * warp_bytes > size_t(d.shared_per_block)) warps /= 2;
+  const size_t smem = size_t(warps) * warp_bytes;
+  auto kernel = mamba2_warp_kernel<Policy, Act, Engine, Flush>;
+  if (smem > 48 * 1024) {
+    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+        e != cudaSuccess)
+      return cuda_error("raising the kernel's shared memory limit", e);
+  }
+  kernel<<<dim3((p.heads + warps - 1) / warps, p.batch), warps * 32, smem, stream>>>(p, warp_bytes);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
+  return {};
+}
+
+/// Whether the stored state of `p` can stream with the bulk copy engine on this device.
+template <class Policy, class Act>
+bool bulk_copies_fit(const mamba2_params<Act>& p, const device_limits& d) {
+  using config = warp::mamba2_warp_config<Policy>;
+  const int64_t elements = int64_t(p.head_dim) * p.state_dim;
+  bool ok = d.major >= 9 && config::template flush_stream<warp::copy_engine::bulk>::bulk_ok(elements, p.checkpoint,
+                                                                                                 p.checkpoint_scales);
+  if constexpr (!Policy::shared_state)
+    ok = ok && config::template read_stream<warp::copy_engine::bulk>::bulk_ok(elements, p.read_copy, p.read_copy_scales);
+  return ok;
+}
+
+/// A decode step on the warp kernels with the copy engine `Engine` (validated params): the
+/// plans, then the read and the flush launches; a write-back step is one flush launch.
+template <class Policy, warp::copy_engine Engine, class Act>
+status mamba2_warp_decode_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+  if constexpr (Policy::is_writeback) {
+    return launch_warp_step<Policy, Engine, true>(p, d, stream);
+  } else {
+    if (status s = launch_threads(plan_requests_kernel<Policy, mamba2_params<Act>>, p.batch, stream, p); !s) return s;
+    if (status s = launch_warp_step<Policy, Engine, false>(p, d, stream); !s) return s;
+    return launch_warp_step<Policy, Engine, true>(p, d, stream);
+  }
+}
+
+/// A decode or verify step for every request of `p` (device memory). `Engine` forces the
+/// warp steps' copy engine (the lanes engine runs anywhere; tests select it); by default the
+/// bulk engine runs where it can.
 template <class Policy, int Threads, step_kind Kind, class Act>
-status mamba2_tokens_step(const mamba2_params<Act>& p, cudaStream_t stream) {
+status mamba2_tokens_step(const mamba2_params<Act>& p, cudaStream_t stream,
+                          const warp::copy_engine* engine = nullptr) {
   if (status s = validate_mamba2<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
+  constexpr bool planned = Kind == step_kind::decode && !Policy::is_writeback;
+  if constexpr (planned) {
+    if (status s = check_request_plans("mamba2", p); !s) return s;
+  }
+  if (p.batch == 0) return {};
+  if constexpr (Kind == step_kind::decode) {
+    if (warp::mamba2_warp_config<Policy>::supported(p.state_dim)) {
+      device_limits d;
+      if (status s = query_device(d); !s) return s;
+      const bool bulk = engine != nullptr ? *engine == warp::copy_engine::bulk : bulk_copies_fit<Policy>(p, d);
+      return bulk ? mamba2_warp_decode_step<Policy, warp::copy_engine::bulk>(p, d, stream)
+                  : mamba2_warp_decode_step<Policy, warp::copy_engine::lanes>(p, d, stream);
+    }
+  }
+  if constexpr (planned) {
+    if (status s = launch_threads(plan_requests_kernel<Policy, mamba2_params<Act>>, p.batch, stream, p); !s) return s;
+  }
   const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape(), p.tokens).bytes();
   return launch_head_blocks(mamba2_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream, "mamba2");
 }

@@ -309,7 +309,7 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
 
   // Scale the staged x_j by coef_j and stage B_j as floats.
-  ex.for_each(F * Pp, [&](int i) { scratch[l.xw + i] = math::mul(scratch[l.flush_coef + i / Pp], scratch[l.xw + i]); });
+  ex.for_each(F * Pp, [&](int i) { scratch[l.xw + i] = weighted_value(scratch[l.flush_coef + i / Pp], scratch[l.xw + i]); });
   ex.for_each(F * N, [&](int i) { scratch[l.Bw + i] = detail::load_act(entry.B(i / N), i % N); });
   ex.sync();
 
@@ -327,7 +327,7 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
         for (int q = 0; q < U / Kc; ++q) {
           float chunk[Kc] = {};
           if (r0 + r < P) source.load(((r0 + r) * N + offset(u)) / Kc + q, chunk);
-          for (int e = 0; e < Kc; ++e) s[r][u * U + q * Kc + e] = math::mul(total, chunk[e]);
+          for (int e = 0; e < Kc; ++e) s[r][u * U + q * Kc + e] = decayed_checkpoint(total, chunk[e]);
         }
       }
     }
@@ -339,7 +339,7 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
         float b[U];
         load_scratch(scratch + l.Bw + j * N + offset(u), b);
         for (int r = 0; r < R; ++r)
-          for (int e = 0; e < U; ++e) s[r][u * U + e] = math::fma(x[r], b[e], s[r][u * U + e]);
+          for (int e = 0; e < U; ++e) s[r][u * U + e] = fold_entry(s[r][u * U + e], x[r], b[e]);
       }
     }
     REPLAYSSM_UNROLL

@@ -31,4 +31,16 @@ REPLAYSSM_HOST_DEVICE float checkpoint_decay(const float* log_decay, int k) {
   return math::exp(suffix_log_decay(log_decay, -1, k));
 }
 
+/// The flush's arithmetic per state element, one definition for every executor (the CPU,
+/// the block kernels and the warp kernels), so that checkpoints are bit-identical wherever
+/// they are formed: S = exp(L_k) S_c, then for j = 0, 1, ... in order S += (coef_j v_j) k_j.
+/// The checkpoint value decayed over the window.
+REPLAYSSM_HOST_DEVICE float decayed_checkpoint(float checkpoint_decay, float checkpoint) {
+  return math::mul(checkpoint_decay, checkpoint);
+}
+/// Entry j's value weighted by its coefficient, coef_j v_j (formed once per row).
+REPLAYSSM_HOST_DEVICE float weighted_value(float coefficient, float value) { return math::mul(coefficient, value); }
+/// Folds an entry into a state element: s + (coef_j v_j) k_j, one rounding.
+REPLAYSSM_HOST_DEVICE float fold_entry(float s, float weighted, float key) { return math::fma(weighted, key, s); }
+
 }  // namespace replayssm

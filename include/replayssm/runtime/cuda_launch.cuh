@@ -48,21 +48,34 @@ inline status cuda_error(const char* what, cudaError_t e) {
   return status::error(std::string("replayssm: ") + what + ": " + cudaGetErrorString(e));
 }
 
+/// The device's shared memory per block (opt-in maximum) and compute capability.
+struct device_limits {
+  int shared_per_block = 0, major = 0;
+};
+inline status query_device(device_limits& d) {
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return cuda_error("no CUDA device", e);
+  if (const cudaError_t e = cudaDeviceGetAttribute(&d.shared_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+      e != cudaSuccess)
+    return cuda_error("querying the shared memory per block", e);
+  if (const cudaError_t e = cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device);
+      e != cudaSuccess)
+    return cuda_error("querying the compute capability", e);
+  return {};
+}
+
 /// Launches `kernel` over (heads, batch) blocks with `smem` bytes of dynamic shared memory,
 /// after checking that the device has that much per block (`who` names the step).
 template <class Kernel, class Params>
 status launch_head_blocks(Kernel kernel, const Params& p, size_t smem, int threads, cudaStream_t stream,
                           const char* who) {
   if (p.batch == 0) return {};
-  int device = 0, limit = 0;
-  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return cuda_error("no CUDA device", e);
-  if (const cudaError_t e = cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-      e != cudaSuccess)
-    return cuda_error("querying the shared memory per block", e);
-  if (smem > size_t(limit))
+  device_limits d;
+  if (status s = query_device(d); !s) return s;
+  if (smem > size_t(d.shared_per_block))
     return status::error(std::string(who) + ": the step needs " + std::to_string(smem) +
                          " bytes of shared memory per block (its shape, tokens=" + std::to_string(p.tokens) +
-                         " and window), more than the device's " + std::to_string(limit) +
+                         " and window), more than the device's " + std::to_string(d.shared_per_block) +
                          "; use fewer drafts or a smaller shape");
   if (smem > 48 * 1024) {
     if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
@@ -71,6 +84,16 @@ status launch_head_blocks(Kernel kernel, const Params& p, size_t smem, int threa
   }
   kernel<<<dim3(p.heads, p.batch), threads, smem, stream>>>(p);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
+  return {};
+}
+
+/// Checks that device params carry request plans (the replay decode step's scratch).
+template <class Params>
+status check_request_plans(const char* who, const Params& p) {
+  if (p.request_plans == nullptr)
+    return status::error(std::string(who) +
+                         ": request_plans is null: the CUDA replay decode step plans each request there before it "
+                         "steps any head ([batch] replayssm::request_plan, device memory)");
   return {};
 }
 
@@ -85,6 +108,21 @@ status launch_threads(Kernel kernel, int64_t count, cudaStream_t stream, const A
 }
 
 }  // namespace detail
+
+/// Plans every request of a decode step from its slot and cursors (`check_request`), one
+/// thread each: a request with any error is reported and skipped on every head; the others
+/// read or flush on every head. The steps that follow read the plans, so that which kernel
+/// steps a request is decided before any cursor moves.
+template <class Policy, class Params>
+__global__ void plan_requests_kernel(const Params p) {
+  const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= p.batch) return;
+  const request_check r = check_request<Policy, step_kind::decode>(p, b);
+  const bool pad = request_slot(p, b) == p.pad_slot_id;
+  p.request_plans[b] = r.errors != step_ok || pad ? request_plan::skip
+                                                  : (r.flushes ? request_plan::flush : request_plan::read);
+  detail::report(p, b, r.errors);
+}
 
 /// Commits the accepted drafts of every request, all of its heads or none: one thread each.
 template <class Params>

@@ -26,6 +26,13 @@ inline constexpr int decode_min_blocks = 128 * Blocks / Threads > 0 ? 128 * Bloc
 template <class Policy, step_kind Kind>
 inline constexpr int mamba2_blocks_per_sm = Policy::is_writeback || Kind == step_kind::verify ? 6 : 8;
 
+/// Threads per block of the warp steps (one warp per head): four heads of a request, fewer
+/// when their shared memory does not fit. Every warp is independent, so the block size only
+/// sets how finely the block scheduler balances the heads.
+inline constexpr int warp_step_threads = 128;
+/// Blocks per SM the warp steps' registers are capped for.
+inline constexpr int warp_step_min_blocks = 2;
+
 /// Lanes of a Gated DeltaNet state row: the write-back and snapshot steps stream the state
 /// and are best with a whole row per thread; replay steps, bound by the latency of their
 /// staging, with four lanes per row and more blocks.

@@ -84,15 +84,38 @@ REPLAYSSM_HOST_DEVICE uint32_t slot_errors(const Params& p, int32_t b) {
   return step_ok;
 }
 
-/// step_error bits of request `b` of `p` for a step of `Kind`: its `slot_errors`, or any of its
-/// heads' `head_errors`. Step_ok for padding.
+/// How a request takes a decode step: not at all, a read step on every head, or a flush on
+/// every head.
+enum class request_plan : int32_t { skip = 0, read = 1, flush = 2 };
+
+/// What a step of `Kind` finds for request `b` of `p`: its error bits (its `slot_errors`, any
+/// of its heads' `head_errors`, or heads of one slot that would not all flush together, a
+/// state no step leaves) and whether its heads flush. Step_ok for padding.
+struct request_check {
+  uint32_t errors;
+  bool flushes;
+};
+template <class Policy, step_kind Kind, class Params>
+REPLAYSSM_HOST_DEVICE request_check check_request(const Params& p, int32_t b) {
+  const int32_t slot = request_slot(p, b);
+  request_check r{slot_errors(p, b), false};
+  if (r.errors != step_ok || slot == p.pad_slot_id) return r;
+  const int32_t phase = !Policy::is_writeback && p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
+  const int32_t tokens = Kind == step_kind::decode ? 1 : request_tokens(p, b);
+  for (int32_t h = 0; h < p.heads; ++h) {
+    const replay_cursor* cursor = p.cursors != nullptr ? p.cursors + int64_t(slot) * p.heads + h : nullptr;
+    const step_plan plan = plan_step<Kind>(cursor_probe<Policy>{cursor, phase, p.template ring_entries<Policy>()}, tokens);
+    r.errors |= plan.error;
+    if (h > 0 && plan.error == step_ok && plan.writes_checkpoint != r.flushes) r.errors |= error_cursor_out_of_range;
+    r.flushes = plan.writes_checkpoint;
+  }
+  return r;
+}
+
+/// step_error bits of request `b` of `p` for a step of `Kind` (`check_request`).
 template <class Policy, step_kind Kind, class Params>
 REPLAYSSM_HOST_DEVICE uint32_t request_errors(const Params& p, int32_t b) {
-  const int32_t slot = request_slot(p, b);
-  if (const uint32_t errors = slot_errors(p, b); errors != step_ok || slot == p.pad_slot_id) return errors;
-  uint32_t errors = step_ok;
-  for (int32_t h = 0; h < p.heads; ++h) errors |= head_errors<Policy, Kind>(p, b, slot, h);
-  return errors;
+  return check_request<Policy, Kind>(p, b).errors;
 }
 
 namespace detail {

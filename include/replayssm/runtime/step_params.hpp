@@ -53,6 +53,11 @@ struct step_params {
   /// (`cuda::take_step_errors` reads and clears it).
   step_report* report = nullptr;
 
+  /// `[batch]` device scratch where the CUDA replay decode step plans each request (read,
+  /// flush or skip) from its cursors before it steps any head: device memory, required by
+  /// the CUDA replay decode launchers, contents undefined between steps.
+  request_plan* request_plans = nullptr;
+
   /// Ring entries the window buffers hold (`window_entries`, or the policy's window).
   template <class Policy>
   REPLAYSSM_HOST_DEVICE int32_t ring_entries() const {

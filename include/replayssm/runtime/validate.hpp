@@ -133,6 +133,10 @@ std::string describe_request_errors(const Params& p, int32_t b, uint32_t errors)
   int32_t h = 0;
   while (h + 1 < p.heads && head_errors<Policy, Kind>(p, b, slot, h) == step_ok) ++h;
   const int64_t index = int64_t(slot) * p.heads + h;
+  if (head_errors<Policy, Kind>(p, b, slot, h) == step_ok)
+    return "request " + std::to_string(b) + " (slot " + std::to_string(slot) + "): " + describe_step_errors(errors) +
+           ": the cursors of its heads disagree on whether the window is full (every step moves a slot's heads "
+           "together)";
   std::string text = "request " + std::to_string(b) + " (slot " + std::to_string(slot) + ", head " + std::to_string(h) +
                      "): " + describe_step_errors(errors);
   if (errors & error_phase_out_of_range)

@@ -65,6 +65,17 @@ TEST_CASE("a user-defined format runs in the ready-made CUDA step, bit for bit a
       {{4, 24, 64, 2}, 3, 5, true, true, 73}, 8, true, {0.5, 1e-5});
 }
 
+TEST_CASE("the warp steps' lanes copy engine matches the CPU as the bulk engine does", "[gpu][mamba2][decode]") {
+  // The fallback for devices without bulk copies, run on this one.
+  using runner = device_recurrence<mamba2_params<bfloat16_t>>;
+  runner::lanes_copy_engine = true;
+  require_bit_identical<mamba2_harness, replay_policy<8, fp32_format>, bfloat16_t>(
+      {{8, 80, 128, 2}, 3, 5, true, true, 58}, 20);
+  require_bit_identical<mamba2_harness, replay_policy<4, nvfp4_format, fp16_format, round_stochastic>, bfloat16_t>(
+      {{4, 24, 64, 2}, 3, 5, true, true, 59}, 40);
+  runner::lanes_copy_engine = false;
+}
+
 TEST_CASE("mamba2 stochastic-rounding states do not depend on the launch configuration",
           "[gpu][mamba2][decode][precision]") {
   // The CPU runs one thread; the GPU blocks of 64 and of 256: all must give the same bytes.

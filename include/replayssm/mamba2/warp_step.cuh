@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file warp_step.cuh
+/// A Mamba-2 decode step of one head run by one warp, the structure that keeps the state
+/// stream at the memory's rate (docs/kernels.md): the head's state streams through the
+/// warp's ring (warp/state_stream.cuh), started before any other load; the window's entries
+/// and the token's rows are copied asynchronously into the warp's shared memory meanwhile;
+/// the window term comes after the stream. No block barrier: every warp is independent.
+///
+/// Two steps, each a launch of its own in the ready-made kernels (mamba2/cuda.cuh):
+///  - `mamba2_warp_read`: a window that does not fill, y from the read copy and the window,
+///    the token appended; no state written.
+///  - `mamba2_warp_flush`: a window that fills (and every write-back step): the new
+///    checkpoint formed per element by the arithmetic of replay/scalar_decay.hpp, so it is
+///    bit-identical with the CPU's, then y from it.
+/// An engine calls them from its own kernel with the views of `mamba2_head_views` and
+/// `mamba2_warp_layout<Policy, Act, Flush>::make(shape).bytes` of shared memory per warp.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "replayssm/mamba2/head_step.hpp"
+#include "replayssm/mamba2/recurrence.hpp"
+#include "replayssm/numeric/activation.hpp"
+#include "replayssm/replay/scalar_decay.hpp"
+#include "replayssm/replay/step_plan.hpp"
+#include "replayssm/warp/async_copy.cuh"
+#include "replayssm/warp/state_stream.cuh"
+
+namespace replayssm {
+namespace warp {
+
+/// Stage sizes of the Mamba-2 warp steps.
+template <class Policy>
+struct mamba2_warp_config {
+  using read_format = typename Policy::read_format;
+  using checkpoint_format = typename Policy::checkpoint_format;
+  /// A read stage holds 4 KB of stored data whatever the format, so that a warp has as many
+  /// bytes in flight in every format.
+  static constexpr int read_stage = 4096 / read_format::data_bytes_per_chunk * read_format::chunk_elems;
+  static constexpr int read_unit = read_format::chunk_elems;
+  /// A flush stage holds 1024 elements, 32 per lane in registers while the window folds in.
+  static constexpr int flush_stage = 1024;
+  /// A flush lane's unit covers whole chunks of the checkpoint and of a separate read copy.
+  static constexpr int flush_unit = Policy::shared_state || checkpoint_format::chunk_elems >= read_format::chunk_elems
+                                        ? checkpoint_format::chunk_elems
+                                        : read_format::chunk_elems;
+  /// Stages in each warp's ring.
+  static constexpr int stages = 3;
+  using read_lanes = unit_lanes<read_stage, read_unit>;
+  using flush_lanes = unit_lanes<flush_stage, flush_unit>;
+  template <copy_engine Engine>
+  using read_stream = state_stream<read_format, read_stage, stages, Engine>;
+  template <copy_engine Engine>
+  using flush_stream = state_stream<checkpoint_format, flush_stage, stages, Engine>;
+
+  /// Whether a layer of state dimension `state_dim` runs on the warp steps (a power of two
+  /// whose rows map onto the lanes; other shapes take the block kernels).
+  __host__ __device__ static constexpr bool supported(int state_dim) {
+    return read_lanes::supported(state_dim) && flush_lanes::supported(state_dim) &&
+           (flush_unit % read_format::chunk_elems == 0 || Policy::shared_state);
+  }
+};
+
+/// One warp's shared memory for a step (bytes, 16-byte aligned regions): the stream's ring,
+/// then the window entries and the token's rows as stored (activations), then floats.
+template <class Policy, class Act, bool Flush>
+struct mamba2_warp_layout {
+  static constexpr int window = Policy::window;
+  using config = mamba2_warp_config<Policy>;
+  static constexpr uint32_t stream_bytes =
+      Flush ? sizeof(typename config::template flush_stream<copy_engine::bulk>::TempStorage)
+            : sizeof(typename config::template read_stream<copy_engine::bulk>::TempStorage);
+  uint32_t x_pitch, B_pitch;  ///< bytes per stored row of x and of B
+  uint32_t x, B, C, z;        ///< stored rows: x and B of every entry, the token's C and z
+  uint32_t window_dt, dt, log_decay, coef, row_sum, weighted_x, bytes;
+
+  static constexpr uint32_t align16(uint32_t n) { return (n + 15u) / 16u * 16u; }
+  __host__ __device__ static mamba2_warp_layout make(mamba2_layer_shape s) {
+    mamba2_warp_layout l{};
+    l.x_pitch = align16(uint32_t(s.head_dim) * sizeof(Act));
+    l.B_pitch = align16(uint32_t(s.state_dim) * sizeof(Act));
+    uint32_t at = stream_bytes;
+    auto take = [&at](uint32_t n) {
+      const uint32_t start = at;
+      at += align16(n);
+      return start;
+    };
+    l.x = take(window * l.x_pitch);
+    l.B = take(window * l.B_pitch);
+    l.C = take(l.B_pitch);
+    l.z = take(l.x_pitch);
+    l.window_dt = take(window * 4);
+    l.dt = take(window * 4);
+    l.log_decay = take(window * 4);
+    l.coef = take(window * 4);
+    l.row_sum = take(uint32_t(s.head_dim) * 4);
+    l.weighted_x = take(Flush ? window * uint32_t(s.head_dim) * 4 : 0);
+    l.bytes = (at + 127u) / 128u * 128u;
+    return l;
+  }
+};
+
+namespace detail {
+
+/// The warp's view of its shared memory under a layout.
+template <class Policy, class Act, bool Flush>
+struct warp_window {
+  uint8_t* base;
+  mamba2_warp_layout<Policy, Act, Flush> l;
+  __device__ const Act* x(int32_t j) const { return reinterpret_cast<const Act*>(base + l.x + j * l.x_pitch); }
+  __device__ const Act* B(int32_t j) const { return reinterpret_cast<const Act*>(base + l.B + j * l.B_pitch); }
+  __device__ const Act* C() const { return reinterpret_cast<const Act*>(base + l.C); }
+  __device__ const Act* z() const { return reinterpret_cast<const Act*>(base + l.z); }
+  __device__ float* floats(uint32_t offset) const { return reinterpret_cast<float*>(base + offset); }
+};
+
+/// Issues the asynchronous copies of the step's rows into the warp's shared memory: x and B
+/// of every entry the step sees (the window's, then the token's), C and z of the token, and
+/// the window's step sizes. Every lane calls it; `lanes_wait<0>` and a `__syncwarp` precede
+/// their use.
+template <class Policy, class Act, bool Flush>
+__device__ void copy_window(const warp_window<Policy, Act, Flush>& w, const mamba2_head_inputs<Act>& in,
+                            const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, const step_plan& plan,
+                            int lane) {
+  const int32_t L = plan.length, P = s.head_dim, N = s.state_dim;
+  for (int32_t j = 0; j <= L; ++j) {
+    const Act* x = j < L ? st.window_x + plan.ring_slot(j) * st.window_x_stride : in.x.at(0);
+    const Act* B = j < L ? st.window_B + plan.ring_slot(j) * st.window_B_stride : in.B.at(0);
+    lanes_copy(w.base + w.l.x + j * w.l.x_pitch, x, uint32_t(P) * sizeof(Act), lane);
+    lanes_copy(w.base + w.l.B + j * w.l.B_pitch, B, uint32_t(N) * sizeof(Act), lane);
+  }
+  lanes_copy(w.base + w.l.C, in.C.at(0), uint32_t(N) * sizeof(Act), lane);
+  if (in.z.data != nullptr) lanes_copy(w.base + w.l.z, in.z.at(0), uint32_t(P) * sizeof(Act), lane);
+  for (int32_t j = lane; j < L; j += 32) w.floats(w.l.window_dt)[j] = st.window_dt[plan.ring_slot(j) * st.window_dt_stride];
+  lanes_commit();
+}
+
+/// Step sizes, log decays and coefficients of the m = length + 1 entries, in the order of
+/// replay/scalar_decay.hpp: coef_j = window_coefficient(j, m). Returns the decay of the
+/// checkpoint over the m entries. Ends with a `__syncwarp`.
+template <class Policy, class Act, bool Flush>
+__device__ float window_coefficients(const warp_window<Policy, Act, Flush>& w, const mamba2_head_inputs<Act>& in,
+                                     const step_plan& plan, int lane) {
+  const int32_t L = plan.length, m = L + 1;
+  float* dt = w.floats(w.l.dt);
+  float* log_decay = w.floats(w.l.log_decay);
+  for (int32_t j = lane; j < m; j += 32) {
+    const float step = j < L ? w.floats(w.l.window_dt)[j]
+                             : mamba2::step_size(to_float(in.dt.at(0)[0]), in.dt_bias, in.dt_softplus);
+    dt[j] = step;
+    log_decay[j] = mamba2::log_decay(step, in.A);
+  }
+  __syncwarp();
+  for (int32_t j = lane; j < m; j += 32) w.floats(w.l.coef)[j] = window_coefficient(log_decay, dt, j, m);
+  const float decay = checkpoint_decay(log_decay, m);
+  __syncwarp();
+  return decay;
+}
+
+/// The lane's slice of C (its unit's columns), as floats.
+template <int Unit, class Act>
+__device__ void load_query_slice(const Act* C, int column, float (&c)[Unit]) {
+#pragma unroll
+  for (int e = 0; e < Unit; ++e) c[e] = to_float(C[column + e]);
+}
+
+/// Writes y for every row from the state term in `row_sum` (times `decay`) and the window
+/// term sum_j w_j x_j with w_j = coef_j (B_j . C) over the first `seen` entries.
+template <class Policy, class Act, bool Flush>
+__device__ void write_outputs(const warp_window<Policy, Act, Flush>& w, const mamba2_head_inputs<Act>& in,
+                              mamba2_layer_shape s, const step_plan& plan, float decay, int32_t seen, int lane) {
+  constexpr int W = Policy::window;
+  const int32_t P = s.head_dim, N = s.state_dim, L = plan.length;
+  float weight[W];
+#pragma unroll
+  for (int j = 0; j < W; ++j) {
+    weight[j] = 0.0f;
+    if (j < seen)
+      for (int32_t n = lane; n < N; n += 32) weight[j] = math::fma(to_float(w.B(j)[n]), to_float(w.C()[n]), weight[j]);
+  }
+  if (seen > 0) {
+#pragma unroll
+    for (int offset = 16; offset >= 1; offset /= 2)
+#pragma unroll
+      for (int j = 0; j < W; ++j) weight[j] += __shfl_xor_sync(0xffffffffu, weight[j], offset);
+  }
+#pragma unroll
+  for (int j = 0; j < W; ++j) weight[j] *= j < seen ? w.floats(w.l.coef)[j] : 0.0f;
+  const bool gated = in.z.data != nullptr;
+  const float* row_sum = w.floats(w.l.row_sum);
+  for (int32_t p = lane; p < P; p += 32) {
+    float window_term = 0.0f;
+#pragma unroll
+    for (int j = 0; j < W; ++j)
+      if (j < seen) window_term = math::fma(weight[j], to_float(w.x(j)[p]), window_term);
+    const float z = gated ? to_float(w.z()[p]) : 0.0f;
+    in.y.at(0)[p] = from_float<Act>(
+        mamba2::output(math::mul(decay, row_sum[p]), window_term, in.D, to_float(w.x(L)[p]), z, gated));
+  }
+}
+
+}  // namespace detail
+
+/// A read step of one head by one warp (lane = its lane index; `smem` its
+/// `mamba2_warp_layout<Policy, Act, false>` bytes, 128-byte aligned): y from the read copy
+/// and the window, the token appended, the cursor advanced. `plan` must not write the
+/// checkpoint.
+template <copy_engine Engine, class Policy, class Act>
+__device__ void mamba2_warp_read(const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
+                                 mamba2_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
+  using config = mamba2_warp_config<Policy>;
+  using format = typename config::read_format;
+  using stream_t = typename config::template read_stream<Engine>;
+  using lanes_t = typename config::read_lanes;
+  constexpr int U = config::read_unit;
+  const int32_t P = s.head_dim, N = s.state_dim;
+  const auto& view = [&]() -> const auto& {
+    if constexpr (Policy::shared_state)
+      return st.checkpoint;
+    else
+      return st.read_copy;
+  }();
+  stream_t stream(*reinterpret_cast<typename stream_t::TempStorage*>(smem), view, P * N, lane);
+  const detail::warp_window<Policy, Act, false> w{smem, mamba2_warp_layout<Policy, Act, false>::make(s)};
+  detail::copy_window(w, in, st, s, plan, lane);
+  const lanes_t lanes(N, lane);
+  float c[U];
+  detail::load_query_slice<U>(in.C.at(0), lanes.column(), c);
+  float* row_sum = w.floats(w.l.row_sum);
+
+  stream.for_each_stage([&](int, const uint8_t* data, const uint8_t* scales, int32_t first) {
+    const int32_t row0 = first / N;
+    float part[lanes_t::rows];
+#pragma unroll
+    for (int i = 0; i < lanes_t::rows; ++i) {
+      const int u = lanes.unit_index(i);
+      float v[U];
+      format::decode(data + u * format::data_bytes_per_chunk, scales + u * format::scale_bytes_per_chunk, v);
+      part[i] = 0.0f;
+#pragma unroll
+      for (int e = 0; e < U; ++e) part[i] = math::fma(v[e], c[e], part[i]);
+    }
+    lanes.row_sums(part);
+    if (lanes.row_leader()) {
+#pragma unroll
+      for (int i = 0; i < lanes_t::rows; ++i)
+        if (row0 + lanes.row(i) < P) row_sum[row0 + lanes.row(i)] = part[i];
+    }
+  });
+
+  lanes_wait<0>();
+  __syncwarp();
+  const float decay = detail::window_coefficients(w, in, plan, lane);
+  detail::write_outputs(w, in, s, plan, decay, plan.length + 1, lane);
+
+  // Append the token: x, B on the group's appending head, and its step size.
+  const int32_t L = plan.length, ring = plan.ring_slot(L);
+  Act* x = st.window_x + ring * st.window_x_stride;
+  for (int32_t p = lane; p < P; p += 32) x[p] = w.x(L)[p];
+  if (st.appends_key) {
+    Act* B = st.window_B + ring * st.window_B_stride;
+    for (int32_t n = lane; n < N; n += 32) B[n] = w.B(L)[n];
+  }
+  if (lane == 0) {
+    st.window_dt[ring * st.window_dt_stride] = w.floats(w.l.dt)[L];
+    if (st.cursor != nullptr) *st.cursor = next_cursor(plan, step_kind::decode);
+  }
+}
+
+/// A flush of one head by one warp (`smem`: its `mamba2_warp_layout<Policy, Act, true>`
+/// bytes): the window and the token folded into the checkpoint (and the read copy), y from
+/// the new state, the window emptied. A write-back step is the flush of a window of one.
+template <copy_engine Engine, class Policy, class Act>
+__device__ void mamba2_warp_flush(const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
+                                  mamba2_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
+  using config = mamba2_warp_config<Policy>;
+  using ckpt_format = typename config::checkpoint_format;
+  using read_format = typename config::read_format;
+  using stream_t = typename config::template flush_stream<Engine>;
+  using lanes_t = typename config::flush_lanes;
+  constexpr int U = config::flush_unit, Kc = ckpt_format::chunk_elems, Kr = read_format::chunk_elems;
+  constexpr int I = lanes_t::rows;
+  const int32_t P = s.head_dim, N = s.state_dim, F = plan.length + 1;
+  stream_t stream(*reinterpret_cast<typename stream_t::TempStorage*>(smem), st.checkpoint, P * N, lane);
+  const detail::warp_window<Policy, Act, true> w{smem, mamba2_warp_layout<Policy, Act, true>::make(s)};
+  detail::copy_window(w, in, st, s, plan, lane);
+  const lanes_t lanes(N, lane);
+  float c[U];
+  detail::load_query_slice<U>(in.C.at(0), lanes.column(), c);
+
+  // The coefficients and the weighted x_j must be ready before the first stage folds.
+  lanes_wait<0>();
+  __syncwarp();
+  const float total = detail::window_coefficients(w, in, plan, lane);
+  float* weighted_x = w.floats(w.l.weighted_x);
+  for (int32_t i = lane; i < F * P; i += 32)
+    weighted_x[i] = weighted_value(w.floats(w.l.coef)[i / P], to_float(w.x(i / P)[i % P]));
+  __syncwarp();
+
+  random_stream_key key = st.key;
+  key.flush_index = plan.flush_count;
+  float* row_sum = w.floats(w.l.row_sum);
+  stream.for_each_stage([&](int, const uint8_t* data, const uint8_t* scales, int32_t first) {
+    const int32_t row0 = first / N;
+    float state[I][U];
+#pragma unroll
+    for (int i = 0; i < I; ++i) {
+      const int u = lanes.unit_index(i);
+#pragma unroll
+      for (int q = 0; q < U / Kc; ++q) {
+        float v[Kc];
+        const int chunk = u * (U / Kc) + q;
+        ckpt_format::decode(data + chunk * ckpt_format::data_bytes_per_chunk,
+                            scales + chunk * ckpt_format::scale_bytes_per_chunk, v);
+#pragma unroll
+        for (int e = 0; e < Kc; ++e) state[i][q * Kc + e] = decayed_checkpoint(total, v[e]);
+      }
+    }
+    for (int32_t j = 0; j < F; ++j) {
+      float b[U];
+#pragma unroll
+      for (int e = 0; e < U; ++e) b[e] = to_float(w.B(j)[lanes.column() + e]);
+#pragma unroll
+      for (int i = 0; i < I; ++i) {
+        const int32_t row = row0 + lanes.row(i);
+        const float x = row < P ? weighted_x[j * P + row] : 0.0f;
+#pragma unroll
+        for (int e = 0; e < U; ++e) state[i][e] = fold_entry(state[i][e], x, b[e]);
+      }
+    }
+    float part[I];
+#pragma unroll
+    for (int i = 0; i < I; ++i) {
+      part[i] = 0.0f;
+      const int32_t row = row0 + lanes.row(i);
+      if (row >= P) continue;
+      const int32_t element = row * N + lanes.column();
+#pragma unroll
+      for (int q = 0; q < U / Kc; ++q) {
+        float v[Kc];
+#pragma unroll
+        for (int e = 0; e < Kc; ++e) v[e] = state[i][q * Kc + e];
+        st.checkpoint.template store<typename Policy::rounding>(element / Kc + q, v, key);
+      }
+      if constexpr (!Policy::shared_state) {
+        // A separate read copy rounds to nearest (head_step.hpp says why).
+#pragma unroll
+        for (int q = 0; q < U / Kr; ++q) {
+          float v[Kr];
+#pragma unroll
+          for (int e = 0; e < Kr; ++e) v[e] = state[i][q * Kr + e];
+          st.read_copy.template store<round_nearest_even>(element / Kr + q, v, key);
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < U; ++e) part[i] = math::fma(state[i][e], c[e], part[i]);
+    }
+    lanes.row_sums(part);
+    if (lanes.row_leader()) {
+#pragma unroll
+      for (int i = 0; i < I; ++i)
+        if (row0 + lanes.row(i) < P) row_sum[row0 + lanes.row(i)] = part[i];
+    }
+  });
+  __syncwarp();
+  detail::write_outputs(w, in, s, plan, 1.0f, 0, lane);
+  if (lane == 0 && st.cursor != nullptr) *st.cursor = next_cursor(plan, step_kind::decode);
+}
+
+}  // namespace warp
+}  // namespace replayssm

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file state_stream.cuh
+/// One warp streams one head's stored state through a ring of shared-memory stages, in
+/// the CUB manner: the caller provides `TempStorage` (in shared memory, one per warp) and
+/// consumes each stage as it lands. The state moves by the copy engine (`cp.async.bulk` on
+/// an mbarrier per stage, sm_90+) or by the lanes (`cp.async`), so that no register holds
+/// it in flight; a stage is refilled as soon as the warp has read it. Start the stream
+/// before any other load of the step: the stages then fill while the rest is fetched
+/// (docs/kernels.md).
+///
+/// Lanes see a stage in units of whole chunks through `unit_lanes`.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "replayssm/replay/state_view.hpp"
+#include "replayssm/warp/async_copy.cuh"
+
+namespace replayssm {
+namespace warp {
+
+/// Which units of a stage one lane handles. A row has `units_per_row` units of `Unit`
+/// elements, a power of two up to 32: that many lanes share a row, and a pass of the warp
+/// covers 32 / units_per_row rows. A lane keeps the same unit of every row it handles, so
+/// that what it multiplies the unit with (its slice of C) stays in its registers; a stage of
+/// `StageElems` elements gives it `rows` rows.
+template <int StageElems, int Unit>
+struct unit_lanes {
+  static constexpr int rows = StageElems / (Unit * 32);  ///< rows per stage of one lane
+  static_assert(rows >= 1, "unit_lanes: a stage must give every lane a unit");
+  int units_per_row, rows_per_pass, lane;
+
+  /// Whether rows of `state_dim` elements map onto the lanes this way.
+  __host__ __device__ static constexpr bool supported(int state_dim) {
+    const int units = state_dim / Unit;
+    return state_dim % Unit == 0 && StageElems % state_dim == 0 && units >= 1 && units <= 32 &&
+           (units & (units - 1)) == 0;
+  }
+  __device__ unit_lanes(int state_dim, int lane_)
+      : units_per_row(state_dim / Unit), rows_per_pass(32 / (state_dim / Unit)), lane(lane_) {}
+  /// Row within the stage of the lane's i-th row.
+  __device__ int row(int i) const { return lane / units_per_row + rows_per_pass * i; }
+  /// Index within the stage of the lane's unit of its i-th row.
+  __device__ int unit_index(int i) const { return row(i) * units_per_row + unit(); }
+  /// The lane's unit within its rows.
+  __device__ int unit() const { return lane % units_per_row; }
+  /// First element within a row of the lane's unit.
+  __device__ int column() const { return unit() * Unit; }
+  /// Sums `v` over the lanes of each row (every lane of the row receives the sum).
+  template <int N>
+  __device__ void row_sums(float (&v)[N]) const {
+    for (int offset = units_per_row / 2; offset >= 1; offset /= 2) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
+    }
+  }
+  /// True on the one lane per row that writes its sums.
+  __device__ bool row_leader() const { return unit() == 0; }
+};
+
+/// A warp's ring of `Stages` stages of `StageElems` elements of a head's state in `Format`.
+template <class Format, int StageElems, int Stages, copy_engine Engine>
+class state_stream {
+ public:
+  static constexpr int chunk_elems = Format::chunk_elems;
+  static constexpr uint32_t stage_data_bytes = StageElems / chunk_elems * Format::data_bytes_per_chunk;
+  static constexpr uint32_t stage_scale_bytes = StageElems / chunk_elems * Format::scale_bytes_per_chunk;
+  static_assert(StageElems % chunk_elems == 0 && stage_data_bytes % 16 == 0 && stage_scale_bytes % 16 == 0,
+                "state_stream: a stage must hold whole chunks in 16-byte multiples of each plane");
+
+  /// The warp's shared memory (one per warp).
+  struct TempStorage {
+    alignas(128) uint8_t data[Stages][stage_data_bytes];
+    alignas(16) uint8_t scales[Stages][stage_scale_bytes > 0 ? stage_scale_bytes : 16];
+    uint64_t full[Stages];
+  };
+
+  /// Whether a head of `elements` elements in pools at `data` / `scales` can stream with
+  /// the bulk engine (each plane's bytes per head a multiple of 16, bases 16-byte aligned).
+  __host__ __device__ static bool bulk_ok(int64_t elements, const void* data, const void* scales) {
+    const int64_t chunks = elements / chunk_elems;
+    const bool data_ok = chunks * Format::data_bytes_per_chunk % 16 == 0 && reinterpret_cast<uintptr_t>(data) % 16 == 0;
+    const bool scales_ok = Format::scale_bytes_per_chunk == 0 ||
+                           (chunks * Format::scale_bytes_per_chunk % 16 == 0 && reinterpret_cast<uintptr_t>(scales) % 16 == 0);
+    return data_ok && scales_ok;
+  }
+
+  /// Starts streaming the `elements` elements of `head` (every lane calls it).
+  __device__ state_stream(TempStorage& storage, const state_head_view<Format>& head, int32_t elements, int lane)
+      : s_(storage), head_(head), elements_(elements), lane_(lane) {
+    stages_ = (elements + StageElems - 1) / StageElems;
+    if constexpr (Engine == copy_engine::bulk) {
+      if (lane_ == 0)
+        for (int i = 0; i < Stages; ++i) barrier_init(&s_.full[i]);
+      __syncwarp();
+    }
+#pragma unroll
+    for (int i = 0; i < Stages; ++i) fill(i, i);
+  }
+
+  /// Calls `consume(stage, data, scales, first_element)` for every stage in order, with
+  /// the stage's bytes in shared memory; refills it after the call. Every lane calls it.
+  template <class Consume>
+  __device__ void for_each_stage(Consume&& consume) {
+    for (int stage = 0; stage < stages_; ++stage) {
+      const int slot = stage % Stages;
+      wait(slot, uint32_t(stage / Stages) & 1u);
+      consume(stage, static_cast<const uint8_t*>(s_.data[slot]), static_cast<const uint8_t*>(s_.scales[slot]),
+              stage * StageElems);
+      __syncwarp();
+      fill(slot, stage + Stages);
+    }
+  }
+
+ private:
+  /// Issues stage `stage` into ring slot `slot` (nothing past the last stage; the lane
+  /// engine still closes a group, so that every slot's wait counts the same groups).
+  __device__ void fill(int slot, int stage) {
+    const int32_t first = stage * StageElems;
+    const int32_t elems = stage < stages_ ? (elements_ - first < StageElems ? elements_ - first : StageElems) : 0;
+    const uint32_t chunk0 = uint32_t(first / chunk_elems), chunks = uint32_t(elems / chunk_elems);
+    const uint8_t* data = head_.data + int64_t(chunk0) * Format::data_bytes_per_chunk;
+    const uint32_t data_bytes = chunks * Format::data_bytes_per_chunk;
+    if constexpr (Engine == copy_engine::bulk) {
+      if (lane_ == 0 && elems > 0) {
+        fence_async_proxy();
+        if constexpr (Format::scale_bytes_per_chunk > 0)
+          bulk_copy_pair(s_.data[slot], data, data_bytes, s_.scales[slot],
+                         head_.scales + int64_t(chunk0) * Format::scale_bytes_per_chunk,
+                         chunks * Format::scale_bytes_per_chunk, &s_.full[slot]);
+        else
+          bulk_copy(s_.data[slot], data, data_bytes, &s_.full[slot]);
+      }
+    } else {
+      if (elems > 0) {
+        lanes_copy(s_.data[slot], data, data_bytes, lane_);
+        if constexpr (Format::scale_bytes_per_chunk > 0)
+          lanes_copy(s_.scales[slot], head_.scales + int64_t(chunk0) * Format::scale_bytes_per_chunk,
+                     chunks * Format::scale_bytes_per_chunk, lane_);
+      }
+      lanes_commit();
+    }
+  }
+
+  __device__ void wait(int slot, uint32_t parity) {
+    if constexpr (Engine == copy_engine::bulk) {
+      barrier_wait(&s_.full[slot], parity);
+    } else {
+      lanes_wait<Stages - 1>();
+      __syncwarp();
+    }
+  }
+
+  TempStorage& s_;
+  state_head_view<Format> head_;
+  int32_t elements_;
+  int lane_;
+  int stages_;
+};
+
+}  // namespace warp
+}  // namespace replayssm
