@@ -47,59 +47,70 @@ __global__ void __launch_bounds__(
   });
 }
 
-/// One warp runs one head of one request, `blockDim.x / 32` heads of a request per block: the
-/// read steps (`Flush` false) or the flushes of the requests planned so. A write-back step
-/// (no plans) flushes every request, checking its slot and each head's cursor itself.
+/// The read (`Flush` false) or flush warp kernel: each warp runs rows of one head of one
+/// request. With `parts` = 1 a block holds `blockDim.x / 32` heads of a request; otherwise
+/// its warps split one head's rows (small batches, where whole heads leave the GPU idle) and
+/// meet at one barrier before the cursor moves. Replay steps run the requests planned so; a
+/// write-back step (no plans) flushes every request, checking its slot and cursors itself.
 template <class Policy, class Act, warp::copy_engine Engine, bool Flush>
 __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks)
-    mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes) {
+    mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   extern __shared__ float4 warp_storage[];
   const int32_t b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int32_t h = blockIdx.x * (blockDim.x / 32) + warp;
+  const int32_t h = parts > 1 ? int32_t(blockIdx.x) : int32_t(blockIdx.x * (blockDim.x / 32)) + warp;
+  const int32_t part = parts > 1 ? warp : 0;
   if (h >= p.heads) return;
-  const int32_t slot = request_slot(p, b);
+  const int32_t slot = request_slot(p, b);  // loaded beside the plan: one latency for both
   if constexpr (Policy::is_writeback) {
     if (slot == p.pad_slot_id) return;
     if (slot < 0 || slot >= p.num_slots) {
-      if (lane == 0) detail::report(p, b, error_slot_out_of_range);
+      if (threadIdx.x == 0) detail::report(p, b, error_slot_out_of_range);
       return;
     }
   } else {
     if (p.request_plans[b] != (Flush ? request_plan::flush : request_plan::read)) return;
   }
   const mamba2_head_views<Policy, Act> v(p, b, h, slot);
+  const mamba2_layer_shape shape = p.shape();
+  const warp::row_range rows = warp::mamba2_warp_config<Policy>::template part_rows<Flush>(shape, parts, part);
+  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + warp * warp_bytes;
+  // The stream starts before the cursor is read: its latency hides behind the state's.
+  auto stream = warp::start_mamba2_stream<Flush, Engine>(v.state, shape, rows, smem, lane);
   const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
   if (plan.error != step_ok) {  // only a write-back step gets here: a replay step's plan checked it
-    if (lane == 0) detail::report(p, b, plan.error);
+    stream.drain();
+    if (threadIdx.x == 0) detail::report(p, b, plan.error);
     return;
   }
-  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + warp * warp_bytes;
   if constexpr (Flush)
-    warp::mamba2_warp_flush<Engine>(v.in, v.state, p.shape(), plan, smem, lane);
+    warp::mamba2_warp_flush(stream, v.in, v.state, shape, plan, rows, smem, lane);
   else
-    warp::mamba2_warp_read<Engine>(v.in, v.state, p.shape(), plan, smem, lane);
+    warp::mamba2_warp_read(stream, v.in, v.state, shape, plan, rows, smem, lane);
+  if (parts > 1) __syncthreads();
+  if (part == 0 && lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, step_kind::decode);
 }
 
 namespace detail {
 
-/// Launches the read (`Flush` false) or flush warp kernel over every request, as many heads
-/// per block as shared memory allows (up to warp_step_threads / 32).
+/// Launches the read (`Flush` false) or flush warp kernel over every request. Warps per
+/// block and warps per head are chosen for occupancy (`choose_warp_geometry`).
 template <class Policy, warp::copy_engine Engine, bool Flush, class Act>
 status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   const uint32_t warp_bytes = warp::mamba2_warp_layout<Policy, Act, Flush>::make(p.shape()).bytes;
-  if (warp_bytes > uint32_t(d.shared_per_block))
+  if (warp_bytes + uint32_t(d.reserved_per_block) > uint32_t(d.shared_per_block))
     return status::error("mamba2: a warp step of this shape and window needs " + std::to_string(warp_bytes) +
                          " bytes of shared memory, more than the device's " + std::to_string(d.shared_per_block));
-  int warps = warp_step_threads / 32;
-  while (warps > 1 && size_t(warps) * warp_bytes > size_t(d.shared_per_block)) warps /= 2;
-  const size_t smem = size_t(warps) * warp_bytes;
   auto kernel = mamba2_warp_kernel<Policy, Act, Engine, Flush>;
-  if (smem > 48 * 1024) {
-    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-        e != cudaSuccess)
-      return cuda_error("raising the kernel's shared memory limit", e);
-  }
-  kernel<<<dim3((p.heads + warps - 1) / warps, p.batch), warps * 32, smem, stream>>>(p, warp_bytes);
+  // Raised to the device's limit once, so that the occupancy queries see every block size.
+  if (const cudaError_t e =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.shared_per_block);
+      e != cudaSuccess)
+    return cuda_error("raising the kernel's shared memory limit", e);
+  const warp_geometry g = choose_warp_geometry(kernel, d, warp_bytes, int64_t(p.batch) * p.heads);
+  const size_t smem = size_t(g.warps_per_block) * warp_bytes;
+  const int32_t heads_per_block = g.parts > 1 ? 1 : g.warps_per_block;
+  kernel<<<dim3((p.heads + heads_per_block - 1) / heads_per_block, p.batch), g.warps_per_block * 32, smem, stream>>>(
+      p, warp_bytes, g.parts);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
   return {};
 }
@@ -123,7 +134,7 @@ status mamba2_warp_decode_step(const mamba2_params<Act>& p, const device_limits&
   if constexpr (Policy::is_writeback) {
     return launch_warp_step<Policy, Engine, true>(p, d, stream);
   } else {
-    if (status s = launch_threads(plan_requests_kernel<Policy, mamba2_params<Act>>, p.batch, stream, p); !s) return s;
+    if (status s = plan_requests<Policy>(p, stream); !s) return s;
     if (status s = launch_warp_step<Policy, Engine, false>(p, d, stream); !s) return s;
     return launch_warp_step<Policy, Engine, true>(p, d, stream);
   }
@@ -151,7 +162,7 @@ status mamba2_tokens_step(const mamba2_params<Act>& p, cudaStream_t stream,
     }
   }
   if constexpr (planned) {
-    if (status s = launch_threads(plan_requests_kernel<Policy, mamba2_params<Act>>, p.batch, stream, p); !s) return s;
+    if (status s = plan_requests<Policy>(p, stream); !s) return s;
   }
   const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape(), p.tokens).bytes();
   return launch_head_blocks(mamba2_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream, "mamba2");

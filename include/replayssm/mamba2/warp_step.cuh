@@ -1,19 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file warp_step.cuh
-/// A Mamba-2 decode step of one head run by one warp, the structure that keeps the state
-/// stream at the memory's rate (docs/kernels.md): the head's state streams through the
-/// warp's ring (warp/state_stream.cuh), started before any other load; the window's entries
-/// and the token's rows are copied asynchronously into the warp's shared memory meanwhile;
-/// the window term comes after the stream. No block barrier: every warp is independent.
+/// A Mamba-2 decode step of one head (or of a range of its rows) run by one warp, the
+/// structure that keeps the state stream at the memory's rate (docs/kernels.md): the state
+/// streams through the warp's ring (warp/state_stream.cuh), started before any other load;
+/// the window's entries and the token's rows are copied asynchronously into the warp's
+/// shared memory meanwhile; the window term comes after the stream. No block barrier: every
+/// warp is independent.
 ///
 /// Two steps, each a launch of its own in the ready-made kernels (mamba2/cuda.cuh):
-///  - `mamba2_warp_read`: a window that does not fill, y from the read copy and the window,
-///    the token appended; no state written.
-///  - `mamba2_warp_flush`: a window that fills (and every write-back step): the new
+///  - read (`mamba2_warp_read`): a window that does not fill; y from the read copy and the
+///    window, the token appended; no state written;
+///  - flush (`mamba2_warp_flush`): a window that fills, and every write-back step; the new
 ///    checkpoint formed per element by the arithmetic of replay/scalar_decay.hpp, so it is
 ///    bit-identical with the CPU's, then y from it.
-/// An engine calls them from its own kernel with the views of `mamba2_head_views` and
-/// `mamba2_warp_layout<Policy, Act, Flush>::make(shape).bytes` of shared memory per warp.
+///
+/// In an engine's kernel, per warp, with `mamba2_warp_layout<Policy, Act, Flush>::make(shape)
+/// .bytes` of shared memory (128-byte aligned) and the views of `mamba2_head_views`:
+///
+///     auto stream = warp::start_mamba2_stream<Flush, Engine>(v.state, shape, rows, smem, lane);
+///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);  // after the stream starts
+///     warp::mamba2_warp_read(stream, v.in, v.state, shape, plan, rows, smem, lane);  // or _flush
+///     // once every warp of the head is done with `plan`:
+///     if (lane == 0) *v.state.cursor = next_cursor(plan, step_kind::decode);
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,13 +31,20 @@
 #include "replayssm/mamba2/head_step.hpp"
 #include "replayssm/mamba2/recurrence.hpp"
 #include "replayssm/numeric/activation.hpp"
+#include "replayssm/replay/executor.hpp"
 #include "replayssm/replay/scalar_decay.hpp"
+#include "replayssm/replay/state_view.hpp"
 #include "replayssm/replay/step_plan.hpp"
 #include "replayssm/warp/async_copy.cuh"
 #include "replayssm/warp/state_stream.cuh"
 
 namespace replayssm {
 namespace warp {
+
+/// Rows [first, first + count) of a head: what one warp steps.
+struct row_range {
+  int32_t first, count;
+};
 
 /// Stage sizes of the Mamba-2 warp steps.
 template <class Policy>
@@ -59,7 +74,20 @@ struct mamba2_warp_config {
   /// whose rows map onto the lanes; other shapes take the block kernels).
   __host__ __device__ static constexpr bool supported(int state_dim) {
     return read_lanes::supported(state_dim) && flush_lanes::supported(state_dim) &&
-           (flush_unit % read_format::chunk_elems == 0 || Policy::shared_state);
+           (Policy::shared_state || flush_unit % read_format::chunk_elems == 0);
+  }
+  /// Rows of a read (`Flush` false) or flush stage.
+  template <bool Flush>
+  __host__ __device__ static int32_t stage_rows(int32_t state_dim) {
+    return (Flush ? flush_stage : read_stage) / state_dim;
+  }
+  /// Part `part` of `parts` of a head's rows, split at whole stages.
+  template <bool Flush>
+  __host__ __device__ static row_range part_rows(mamba2_layer_shape s, int32_t parts, int32_t part) {
+    const int32_t R = stage_rows<Flush>(s.state_dim), stages_total = (s.head_dim + R - 1) / R;
+    const int32_t per_part = (stages_total + parts - 1) / parts * R, first = part * per_part;
+    const int32_t last = first + per_part < s.head_dim ? first + per_part : s.head_dim;
+    return {first, last > first ? last - first : 0};
   }
 };
 
@@ -73,6 +101,7 @@ struct mamba2_warp_layout {
       Flush ? sizeof(typename config::template flush_stream<copy_engine::bulk>::TempStorage)
             : sizeof(typename config::template read_stream<copy_engine::bulk>::TempStorage);
   uint32_t x_pitch, B_pitch;  ///< bytes per stored row of x and of B
+  uint32_t padded_rows;       ///< head rows rounded up to whole stages
   uint32_t x, B, C, z;        ///< stored rows: x and B of every entry, the token's C and z
   uint32_t window_dt, dt, log_decay, coef, row_sum, weighted_x, bytes;
 
@@ -81,6 +110,8 @@ struct mamba2_warp_layout {
     mamba2_warp_layout l{};
     l.x_pitch = align16(uint32_t(s.head_dim) * sizeof(Act));
     l.B_pitch = align16(uint32_t(s.state_dim) * sizeof(Act));
+    const uint32_t R = uint32_t(config::template stage_rows<Flush>(s.state_dim));
+    l.padded_rows = (uint32_t(s.head_dim) + R - 1) / R * R;
     uint32_t at = stream_bytes;
     auto take = [&at](uint32_t n) {
       const uint32_t start = at;
@@ -96,11 +127,32 @@ struct mamba2_warp_layout {
     l.log_decay = take(window * 4);
     l.coef = take(window * 4);
     l.row_sum = take(uint32_t(s.head_dim) * 4);
-    l.weighted_x = take(Flush ? window * uint32_t(s.head_dim) * 4 : 0);
+    l.weighted_x = take(Flush ? window * l.padded_rows * 4 : 0);
     l.bytes = (at + 127u) / 128u * 128u;
     return l;
   }
 };
+
+/// The stream a read (`Flush` false) or flush step of rows `rows` of a head consumes, started
+/// at once: call it before any other load of the step.
+template <bool Flush, copy_engine Engine, class Policy, class Act>
+__device__ auto start_mamba2_stream(const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, row_range rows,
+                                    uint8_t* smem, int lane) {
+  using config = mamba2_warp_config<Policy>;
+  const int32_t N = s.state_dim;
+  if constexpr (Flush) {
+    using stream_t = typename config::template flush_stream<Engine>;
+    return stream_t(*reinterpret_cast<typename stream_t::TempStorage*>(smem), st.checkpoint, rows.first * N,
+                    rows.count * N, lane);
+  } else {
+    using stream_t = typename config::template read_stream<Engine>;
+    auto& storage = *reinterpret_cast<typename stream_t::TempStorage*>(smem);
+    if constexpr (Policy::shared_state)
+      return stream_t(storage, st.checkpoint, rows.first * N, rows.count * N, lane);
+    else
+      return stream_t(storage, st.read_copy, rows.first * N, rows.count * N, lane);
+  }
+}
 
 namespace detail {
 
@@ -115,6 +167,17 @@ struct warp_window {
   __device__ const Act* z() const { return reinterpret_cast<const Act*>(base + l.z); }
   __device__ float* floats(uint32_t offset) const { return reinterpret_cast<float*>(base + offset); }
 };
+
+/// `U` consecutive activations in shared memory at `from` (aligned to their size, up to 16
+/// bytes) as floats.
+template <int U, class Act>
+__device__ void load_activations(const Act* from, float (&out)[U]) {
+  alignas(16) Act v[U];
+  replayssm::detail::copy_chunk_bytes<U * sizeof(Act)>(reinterpret_cast<uint8_t*>(v),
+                                                       reinterpret_cast<const uint8_t*>(from));
+#pragma unroll
+  for (int e = 0; e < U; ++e) out[e] = to_float(v[e]);
+}
 
 /// Issues the asynchronous copies of the step's rows into the warp's shared memory: x and B
 /// of every entry the step sees (the window's, then the token's), C and z of the token, and
@@ -137,12 +200,15 @@ __device__ void copy_window(const warp_window<Policy, Act, Flush>& w, const mamb
   lanes_commit();
 }
 
-/// Step sizes, log decays and coefficients of the m = length + 1 entries, in the order of
-/// replay/scalar_decay.hpp: coef_j = window_coefficient(j, m). Returns the decay of the
-/// checkpoint over the m entries. Ends with a `__syncwarp`.
+/// Waits for `copy_window`, then forms the step sizes, log decays and coefficients of the
+/// m = length + 1 entries in the order of replay/scalar_decay.hpp: coef_j =
+/// window_coefficient(j, m). Returns the decay of the checkpoint over the m entries. Ends
+/// with a `__syncwarp`.
 template <class Policy, class Act, bool Flush>
 __device__ float window_coefficients(const warp_window<Policy, Act, Flush>& w, const mamba2_head_inputs<Act>& in,
                                      const step_plan& plan, int lane) {
+  lanes_wait<0>();
+  __syncwarp();
   const int32_t L = plan.length, m = L + 1;
   float* dt = w.floats(w.l.dt);
   float* log_decay = w.floats(w.l.log_decay);
@@ -159,26 +225,29 @@ __device__ float window_coefficients(const warp_window<Policy, Act, Flush>& w, c
   return decay;
 }
 
-/// The lane's slice of C (its unit's columns), as floats.
-template <int Unit, class Act>
-__device__ void load_query_slice(const Act* C, int column, float (&c)[Unit]) {
-#pragma unroll
-  for (int e = 0; e < Unit; ++e) c[e] = to_float(C[column + e]);
-}
-
-/// Writes y for every row from the state term in `row_sum` (times `decay`) and the window
-/// term sum_j w_j x_j with w_j = coef_j (B_j . C) over the first `seen` entries.
+/// Writes y of rows `rows` from the state term in `row_sum` (times `decay`) and the window
+/// term sum_j w_j x_j, w_j = coef_j (B_j . C), over the first `seen` entries.
 template <class Policy, class Act, bool Flush>
 __device__ void write_outputs(const warp_window<Policy, Act, Flush>& w, const mamba2_head_inputs<Act>& in,
-                              mamba2_layer_shape s, const step_plan& plan, float decay, int32_t seen, int lane) {
+                              mamba2_layer_shape s, const step_plan& plan, row_range rows, float decay, int32_t seen,
+                              int lane) {
   constexpr int W = Policy::window;
-  const int32_t P = s.head_dim, N = s.state_dim, L = plan.length;
+  const int32_t N = s.state_dim, L = plan.length;
+  // Each lane takes 4 consecutive columns of every 128, read as vectors.
   float weight[W];
 #pragma unroll
-  for (int j = 0; j < W; ++j) {
-    weight[j] = 0.0f;
-    if (j < seen)
-      for (int32_t n = lane; n < N; n += 32) weight[j] = math::fma(to_float(w.B(j)[n]), to_float(w.C()[n]), weight[j]);
+  for (int j = 0; j < W; ++j) weight[j] = 0.0f;
+  for (int32_t n = lane * 4; n < N; n += 128) {
+    float c[4];
+    load_activations<4>(w.C() + n, c);
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      if (j >= seen) break;
+      float b[4];
+      load_activations<4>(w.B(j) + n, b);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) weight[j] = math::fma(b[e], c[e], weight[j]);
+    }
   }
   if (seen > 0) {
 #pragma unroll
@@ -190,7 +259,7 @@ __device__ void write_outputs(const warp_window<Policy, Act, Flush>& w, const ma
   for (int j = 0; j < W; ++j) weight[j] *= j < seen ? w.floats(w.l.coef)[j] : 0.0f;
   const bool gated = in.z.data != nullptr;
   const float* row_sum = w.floats(w.l.row_sum);
-  for (int32_t p = lane; p < P; p += 32) {
+  for (int32_t p = rows.first + lane; p < rows.first + rows.count; p += 32) {
     float window_term = 0.0f;
 #pragma unroll
     for (int j = 0; j < W; ++j)
@@ -203,35 +272,31 @@ __device__ void write_outputs(const warp_window<Policy, Act, Flush>& w, const ma
 
 }  // namespace detail
 
-/// A read step of one head by one warp (lane = its lane index; `smem` its
-/// `mamba2_warp_layout<Policy, Act, false>` bytes, 128-byte aligned): y from the read copy
-/// and the window, the token appended, the cursor advanced. `plan` must not write the
-/// checkpoint.
-template <copy_engine Engine, class Policy, class Act>
-__device__ void mamba2_warp_read(const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
-                                 mamba2_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
+/// A read step of rows `rows` of one head by one warp, from `stream` (`start_mamba2_stream<
+/// false>`; `smem` the warp's `mamba2_warp_layout<Policy, Act, false>` bytes): y from the
+/// read copy and the window, the token appended (x of these rows; B and the step size by the
+/// warp of the head's first rows). `plan` must not write the checkpoint. The cursor is the
+/// caller's to advance.
+template <class Stream, class Policy, class Act>
+__device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& in,
+                                 const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, const step_plan& plan,
+                                 row_range rows, uint8_t* smem, int lane) {
   using config = mamba2_warp_config<Policy>;
   using format = typename config::read_format;
-  using stream_t = typename config::template read_stream<Engine>;
   using lanes_t = typename config::read_lanes;
   constexpr int U = config::read_unit;
-  const int32_t P = s.head_dim, N = s.state_dim;
-  const auto& view = [&]() -> const auto& {
-    if constexpr (Policy::shared_state)
-      return st.checkpoint;
-    else
-      return st.read_copy;
-  }();
-  stream_t stream(*reinterpret_cast<typename stream_t::TempStorage*>(smem), view, P * N, lane);
+  const int32_t N = s.state_dim, end = rows.first + rows.count;
   const detail::warp_window<Policy, Act, false> w{smem, mamba2_warp_layout<Policy, Act, false>::make(s)};
   detail::copy_window(w, in, st, s, plan, lane);
   const lanes_t lanes(N, lane);
   float c[U];
-  detail::load_query_slice<U>(in.C.at(0), lanes.column(), c);
+#pragma unroll
+  for (int e = 0; e < U; ++e) c[e] = to_float(in.C.at(0)[lanes.column() + e]);
   float* row_sum = w.floats(w.l.row_sum);
 
-  stream.for_each_stage([&](int, const uint8_t* data, const uint8_t* scales, int32_t first) {
-    const int32_t row0 = first / N;
+  const int32_t stage_rows = config::template stage_rows<false>(N);
+  stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
+    const int32_t row0 = rows.first + stage * stage_rows;
     float part[lanes_t::rows];
 #pragma unroll
     for (int i = 0; i < lanes_t::rows; ++i) {
@@ -246,64 +311,67 @@ __device__ void mamba2_warp_read(const mamba2_head_inputs<Act>& in, const mamba2
     if (lanes.row_leader()) {
 #pragma unroll
       for (int i = 0; i < lanes_t::rows; ++i)
-        if (row0 + lanes.row(i) < P) row_sum[row0 + lanes.row(i)] = part[i];
+        if (row0 + lanes.row(i) < end) row_sum[row0 + lanes.row(i)] = part[i];
     }
   });
 
-  lanes_wait<0>();
-  __syncwarp();
   const float decay = detail::window_coefficients(w, in, plan, lane);
-  detail::write_outputs(w, in, s, plan, decay, plan.length + 1, lane);
+  detail::write_outputs(w, in, s, plan, rows, decay, plan.length + 1, lane);
 
-  // Append the token: x, B on the group's appending head, and its step size.
   const int32_t L = plan.length, ring = plan.ring_slot(L);
   Act* x = st.window_x + ring * st.window_x_stride;
-  for (int32_t p = lane; p < P; p += 32) x[p] = w.x(L)[p];
-  if (st.appends_key) {
-    Act* B = st.window_B + ring * st.window_B_stride;
-    for (int32_t n = lane; n < N; n += 32) B[n] = w.B(L)[n];
-  }
-  if (lane == 0) {
-    st.window_dt[ring * st.window_dt_stride] = w.floats(w.l.dt)[L];
-    if (st.cursor != nullptr) *st.cursor = next_cursor(plan, step_kind::decode);
+  for (int32_t p = rows.first + lane; p < end; p += 32) x[p] = w.x(L)[p];
+  if (rows.first == 0) {
+    if (st.appends_key) {
+      Act* B = st.window_B + ring * st.window_B_stride;
+      for (int32_t n = lane; n < N; n += 32) B[n] = w.B(L)[n];
+    }
+    if (lane == 0) st.window_dt[ring * st.window_dt_stride] = w.floats(w.l.dt)[L];
   }
 }
 
-/// A flush of one head by one warp (`smem`: its `mamba2_warp_layout<Policy, Act, true>`
-/// bytes): the window and the token folded into the checkpoint (and the read copy), y from
-/// the new state, the window emptied. A write-back step is the flush of a window of one.
-template <copy_engine Engine, class Policy, class Act>
-__device__ void mamba2_warp_flush(const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
-                                  mamba2_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
+/// A flush of rows `rows` of one head by one warp, from `stream` (`start_mamba2_stream<
+/// true>`; `smem` the warp's `mamba2_warp_layout<Policy, Act, true>` bytes): the window and
+/// the token folded into these rows of the checkpoint (and the read copy), y from the new
+/// state. A write-back step is the flush of a window of one. The cursor is the caller's to
+/// advance.
+template <class Stream, class Policy, class Act>
+__device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>& in,
+                                  const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, const step_plan& plan,
+                                  row_range rows, uint8_t* smem, int lane) {
   using config = mamba2_warp_config<Policy>;
   using ckpt_format = typename config::checkpoint_format;
   using read_format = typename config::read_format;
-  using stream_t = typename config::template flush_stream<Engine>;
   using lanes_t = typename config::flush_lanes;
   constexpr int U = config::flush_unit, Kc = ckpt_format::chunk_elems, Kr = read_format::chunk_elems;
   constexpr int I = lanes_t::rows;
-  const int32_t P = s.head_dim, N = s.state_dim, F = plan.length + 1;
-  stream_t stream(*reinterpret_cast<typename stream_t::TempStorage*>(smem), st.checkpoint, P * N, lane);
+  const int32_t P = s.head_dim, N = s.state_dim, F = plan.length + 1, end = rows.first + rows.count;
   const detail::warp_window<Policy, Act, true> w{smem, mamba2_warp_layout<Policy, Act, true>::make(s)};
   detail::copy_window(w, in, st, s, plan, lane);
   const lanes_t lanes(N, lane);
   float c[U];
-  detail::load_query_slice<U>(in.C.at(0), lanes.column(), c);
+#pragma unroll
+  for (int e = 0; e < U; ++e) c[e] = to_float(in.C.at(0)[lanes.column() + e]);
 
-  // The coefficients and the weighted x_j must be ready before the first stage folds.
-  lanes_wait<0>();
-  __syncwarp();
+  // The coefficients and the weighted x_j must be ready before the first stage folds; rows
+  // past the head are zeros, so that every lane folds whole runs of rows.
   const float total = detail::window_coefficients(w, in, plan, lane);
+  const int32_t Pp = int32_t(w.l.padded_rows);
   float* weighted_x = w.floats(w.l.weighted_x);
-  for (int32_t i = lane; i < F * P; i += 32)
-    weighted_x[i] = weighted_value(w.floats(w.l.coef)[i / P], to_float(w.x(i / P)[i % P]));
+  for (int32_t j = 0; j < F; ++j) {
+    const float coef = w.floats(w.l.coef)[j];
+    for (int32_t p = lane; p < Pp; p += 32)
+      weighted_x[j * Pp + p] = p < P ? weighted_value(coef, to_float(w.x(j)[p])) : 0.0f;
+  }
   __syncwarp();
 
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
   float* row_sum = w.floats(w.l.row_sum);
-  stream.for_each_stage([&](int, const uint8_t* data, const uint8_t* scales, int32_t first) {
-    const int32_t row0 = first / N;
+  const int32_t stage_rows = config::template stage_rows<true>(N), column = lanes.column();
+  const Act* B0 = w.B(0) + column;
+  stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
+    const int32_t row0 = rows.first + stage * stage_rows + lanes.row(0);  // the lane's first row; its I rows follow
     float state[I][U];
 #pragma unroll
     for (int i = 0; i < I; ++i) {
@@ -318,25 +386,23 @@ __device__ void mamba2_warp_flush(const mamba2_head_inputs<Act>& in, const mamba
         for (int e = 0; e < Kc; ++e) state[i][q * Kc + e] = decayed_checkpoint(total, v[e]);
       }
     }
+    // Unrolled by two: the next entry's loads are issued before this one's FMAs wait.
+#pragma unroll 2
     for (int32_t j = 0; j < F; ++j) {
-      float b[U];
+      float b[U], x[I];
+      detail::load_activations<U>(reinterpret_cast<const Act*>(reinterpret_cast<const uint8_t*>(B0) + j * w.l.B_pitch), b);
+      load_scratch(weighted_x + j * Pp + row0, x);
 #pragma unroll
-      for (int e = 0; e < U; ++e) b[e] = to_float(w.B(j)[lanes.column() + e]);
+      for (int i = 0; i < I; ++i)
 #pragma unroll
-      for (int i = 0; i < I; ++i) {
-        const int32_t row = row0 + lanes.row(i);
-        const float x = row < P ? weighted_x[j * P + row] : 0.0f;
-#pragma unroll
-        for (int e = 0; e < U; ++e) state[i][e] = fold_entry(state[i][e], x, b[e]);
-      }
+        for (int e = 0; e < U; ++e) state[i][e] = fold_entry(state[i][e], x[i], b[e]);
     }
     float part[I];
 #pragma unroll
     for (int i = 0; i < I; ++i) {
       part[i] = 0.0f;
-      const int32_t row = row0 + lanes.row(i);
-      if (row >= P) continue;
-      const int32_t element = row * N + lanes.column();
+      if (row0 + i >= end) continue;
+      const int32_t element = (row0 + i) * N + column;
 #pragma unroll
       for (int q = 0; q < U / Kc; ++q) {
         float v[Kc];
@@ -361,12 +427,11 @@ __device__ void mamba2_warp_flush(const mamba2_head_inputs<Act>& in, const mamba
     if (lanes.row_leader()) {
 #pragma unroll
       for (int i = 0; i < I; ++i)
-        if (row0 + lanes.row(i) < P) row_sum[row0 + lanes.row(i)] = part[i];
+        if (row0 + i < end) row_sum[row0 + i] = part[i];
     }
   });
   __syncwarp();
-  detail::write_outputs(w, in, s, plan, 1.0f, 0, lane);
-  if (lane == 0 && st.cursor != nullptr) *st.cursor = next_cursor(plan, step_kind::decode);
+  detail::write_outputs(w, in, s, plan, rows, 1.0f, 0, lane);
 }
 
 }  // namespace warp

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "replayssm/runtime/commit.hpp"
 #include "replayssm/runtime/gpu_tuning.hpp"
@@ -48,20 +49,56 @@ inline status cuda_error(const char* what, cudaError_t e) {
   return status::error(std::string("replayssm: ") + what + ": " + cudaGetErrorString(e));
 }
 
-/// The device's shared memory per block (opt-in maximum) and compute capability.
+/// What the launchers need to know of the current device.
 struct device_limits {
-  int shared_per_block = 0, major = 0;
+  int shared_per_block = 0;    ///< opt-in maximum of dynamic shared memory per block
+  int reserved_per_block = 0;  ///< shared memory the system reserves per resident block
+  int major = 0;               ///< compute capability
+  int multiprocessors = 0;
 };
 inline status query_device(device_limits& d) {
   int device = 0;
   if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return cuda_error("no CUDA device", e);
-  if (const cudaError_t e = cudaDeviceGetAttribute(&d.shared_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-      e != cudaSuccess)
-    return cuda_error("querying the shared memory per block", e);
-  if (const cudaError_t e = cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, device);
-      e != cudaSuccess)
-    return cuda_error("querying the compute capability", e);
+  const std::pair<int*, cudaDeviceAttr> queries[] = {
+      {&d.shared_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin},
+      {&d.reserved_per_block, cudaDevAttrReservedSharedMemoryPerBlock},
+      {&d.major, cudaDevAttrComputeCapabilityMajor},
+      {&d.multiprocessors, cudaDevAttrMultiProcessorCount}};
+  for (const auto& [value, attribute] : queries)
+    if (const cudaError_t e = cudaDeviceGetAttribute(value, attribute, device); e != cudaSuccess)
+      return cuda_error("querying the device", e);
   return {};
+}
+
+/// How a warp kernel is laid out: warps per block, and warps per head (`parts`; the block
+/// then holds one head).
+struct warp_geometry {
+  int warps_per_block = 1, parts = 1;
+};
+
+/// The geometry of a warp kernel with `warp_bytes` of shared memory per warp over `heads`
+/// (request, head) pairs: the block size that keeps the most warps resident per SM (fewer
+/// warps per block pack shared memory more tightly), and a head's rows split over up to
+/// warp_step_threads / 32 warps when the heads alone would leave most of those warps idle.
+template <class Kernel>
+warp_geometry choose_warp_geometry(Kernel kernel, const device_limits& d, uint32_t warp_bytes, int64_t heads) {
+  auto resident_warps = [&](int warps) {
+    int blocks = 0;
+    if (size_t(warps) * warp_bytes > size_t(d.shared_per_block) ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, warps * 32, size_t(warps) * warp_bytes) !=
+            cudaSuccess)
+      return 0;
+    return blocks * warps;
+  };
+  warp_geometry g;
+  int best = resident_warps(1);
+  for (int warps = 2; warps <= warp_step_threads / 32; warps *= 2)
+    if (const int r = resident_warps(warps); r >= best) best = r, g.warps_per_block = warps;
+  const int64_t slots = int64_t(best) * d.multiprocessors;
+  while (g.parts < warp_step_threads / 32 && heads * g.parts * 2 <= slots && resident_warps(g.parts * 2) > 0)
+    g.parts *= 2;
+  if (g.parts > 1) g.warps_per_block = g.parts;
+  return g;
 }
 
 /// Launches `kernel` over (heads, batch) blocks with `smem` bytes of dynamic shared memory,
@@ -109,20 +146,49 @@ status launch_threads(Kernel kernel, int64_t count, cudaStream_t stream, const A
 
 }  // namespace detail
 
-/// Plans every request of a decode step from its slot and cursors (`check_request`), one
-/// thread each: a request with any error is reported and skipped on every head; the others
-/// read or flush on every head. The steps that follow read the plans, so that which kernel
-/// steps a request is decided before any cursor moves.
+/// Plans every request of a decode step from its slot and cursors, as `check_request` does,
+/// one warp per request (its lanes split the heads and the other requests' slots): a request
+/// with any error is reported and skipped on every head; the others read or flush on every
+/// head. The steps that follow read the plans, so which launch steps a request is decided
+/// before any cursor moves. (One thread per request, looping over the heads, took tens of
+/// microseconds at batch 256.)
 template <class Policy, class Params>
 __global__ void plan_requests_kernel(const Params p) {
-  const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+  const int32_t b = int32_t((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = int32_t(threadIdx.x % 32);
   if (b >= p.batch) return;
-  const request_check r = check_request<Policy, step_kind::decode>(p, b);
-  const bool pad = request_slot(p, b) == p.pad_slot_id;
-  p.request_plans[b] = r.errors != step_ok || pad ? request_plan::skip
-                                                  : (r.flushes ? request_plan::flush : request_plan::read);
-  detail::report(p, b, r.errors);
+  const int32_t slot = request_slot(p, b);
+  const bool pad = slot == p.pad_slot_id;
+  uint32_t errors = pad || (slot >= 0 && slot < p.num_slots) ? uint32_t(step_ok) : uint32_t(error_slot_out_of_range);
+  bool flushes = false, reads = false;
+  if (!pad && errors == step_ok) {
+    for (int32_t other = lane; other < p.batch; other += 32)
+      if (other != b && request_slot(p, other) == slot) errors |= error_duplicate_slot;
+    for (int32_t h = lane; h < p.heads; h += 32) {
+      const step_plan plan = head_plan<Policy, step_kind::decode>(p, b, slot, h);
+      errors |= plan.error;
+      flushes |= plan.error == step_ok && plan.writes_checkpoint;
+      reads |= plan.error == step_ok && !plan.writes_checkpoint;
+    }
+  }
+  errors = __reduce_or_sync(0xffffffffu, errors);
+  flushes = __any_sync(0xffffffffu, flushes);
+  reads = __any_sync(0xffffffffu, reads);
+  if (flushes && reads) errors |= error_cursor_out_of_range;
+  if (lane != 0) return;
+  p.request_plans[b] = errors != step_ok || pad ? request_plan::skip
+                                                : (flushes ? request_plan::flush : request_plan::read);
+  detail::report(p, b, errors);
 }
+
+namespace detail {
+
+/// Launches `plan_requests_kernel` over every request of `p` (a warp each).
+template <class Policy, class Params>
+status plan_requests(const Params& p, cudaStream_t stream) {
+  return launch_threads(plan_requests_kernel<Policy, Params>, int64_t(p.batch) * 32, stream, p);
+}
+
+}  // namespace detail
 
 /// Commits the accepted drafts of every request, all of its heads or none: one thread each.
 template <class Params>

@@ -31,7 +31,7 @@ inline constexpr int mamba2_blocks_per_sm = Policy::is_writeback || Kind == step
 /// sets how finely the block scheduler balances the heads.
 inline constexpr int warp_step_threads = 128;
 /// Blocks per SM the warp steps' registers are capped for.
-inline constexpr int warp_step_min_blocks = 2;
+inline constexpr int warp_step_min_blocks = 4;
 
 /// Lanes of a Gated DeltaNet state row: the write-back and snapshot steps stream the state
 /// and are best with a whole row per thread; replay steps, bound by the latency of their

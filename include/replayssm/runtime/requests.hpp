@@ -61,15 +61,21 @@ struct cursor_probe {
   int32_t window_entries;
 };
 
-/// step_error bits of head `h` of request `b` in slot `slot` for a step of `Kind`: its cursor,
-/// flush phase and token count against what a step could have left, by the planner the step
-/// itself runs.
+/// The plan of head `h` of request `b` in slot `slot` for a step of `Kind`: its cursor, flush
+/// phase and token count against what a step could have left (the planner the step itself
+/// runs), and whether it flushes.
 template <class Policy, step_kind Kind, class Params>
-REPLAYSSM_HOST_DEVICE uint32_t head_errors(const Params& p, int32_t b, int32_t slot, int32_t h) {
+REPLAYSSM_HOST_DEVICE step_plan head_plan(const Params& p, int32_t b, int32_t slot, int32_t h) {
   const int32_t phase = !Policy::is_writeback && p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
   const replay_cursor* cursor = p.cursors != nullptr ? p.cursors + int64_t(slot) * p.heads + h : nullptr;
   const cursor_probe<Policy> probe{cursor, phase, p.template ring_entries<Policy>()};
-  return plan_step<Kind>(probe, Kind == step_kind::decode ? 1 : request_tokens(p, b)).error;
+  return plan_step<Kind>(probe, Kind == step_kind::decode ? 1 : request_tokens(p, b));
+}
+
+/// step_error bits of head `h` of request `b` (`head_plan`).
+template <class Policy, step_kind Kind, class Params>
+REPLAYSSM_HOST_DEVICE uint32_t head_errors(const Params& p, int32_t b, int32_t slot, int32_t h) {
+  return head_plan<Policy, Kind>(p, b, slot, h).error;
 }
 
 /// step_error bits of request `b`'s slot: outside [0, num_slots), or shared with another
@@ -100,11 +106,8 @@ REPLAYSSM_HOST_DEVICE request_check check_request(const Params& p, int32_t b) {
   const int32_t slot = request_slot(p, b);
   request_check r{slot_errors(p, b), false};
   if (r.errors != step_ok || slot == p.pad_slot_id) return r;
-  const int32_t phase = !Policy::is_writeback && p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
-  const int32_t tokens = Kind == step_kind::decode ? 1 : request_tokens(p, b);
   for (int32_t h = 0; h < p.heads; ++h) {
-    const replay_cursor* cursor = p.cursors != nullptr ? p.cursors + int64_t(slot) * p.heads + h : nullptr;
-    const step_plan plan = plan_step<Kind>(cursor_probe<Policy>{cursor, phase, p.template ring_entries<Policy>()}, tokens);
+    const step_plan plan = head_plan<Policy, Kind>(p, b, slot, h);
     r.errors |= plan.error;
     if (h > 0 && plan.error == step_ok && plan.writes_checkpoint != r.flushes) r.errors |= error_cursor_out_of_range;
     r.flushes = plan.writes_checkpoint;

@@ -22,15 +22,18 @@ namespace replayssm {
 namespace warp {
 
 /// Which units of a stage one lane handles. A row has `units_per_row` units of `Unit`
-/// elements, a power of two up to 32: that many lanes share a row, and a pass of the warp
-/// covers 32 / units_per_row rows. A lane keeps the same unit of every row it handles, so
-/// that what it multiplies the unit with (its slice of C) stays in its registers; a stage of
-/// `StageElems` elements gives it `rows` rows.
+/// elements, a power of two up to 32: that many consecutive lanes (a row group) share each
+/// row, and the warp's 32 / units_per_row row groups split the stage's rows into runs of
+/// `rows` consecutive rows. A lane keeps the same unit of every row it handles, so that what
+/// it multiplies the unit with (its slice of C) stays in its registers, and its rows are
+/// consecutive, so that per-row values (the flush's weighted x) load as vectors.
 template <int StageElems, int Unit>
 struct unit_lanes {
   static constexpr int rows = StageElems / (Unit * 32);  ///< rows per stage of one lane
   static_assert(rows >= 1, "unit_lanes: a stage must give every lane a unit");
-  int units_per_row, rows_per_pass, lane;
+  // Formed once: a division by a run-time divisor is some twenty instructions, and per unit
+  // of every stage it made a read step issue-bound (ncu).
+  int units_per_row, first_row, first_unit;
 
   /// Whether rows of `state_dim` elements map onto the lanes this way.
   __host__ __device__ static constexpr bool supported(int state_dim) {
@@ -38,16 +41,16 @@ struct unit_lanes {
     return state_dim % Unit == 0 && StageElems % state_dim == 0 && units >= 1 && units <= 32 &&
            (units & (units - 1)) == 0;
   }
-  __device__ unit_lanes(int state_dim, int lane_)
-      : units_per_row(state_dim / Unit), rows_per_pass(32 / (state_dim / Unit)), lane(lane_) {}
+  __device__ unit_lanes(int state_dim, int lane) : units_per_row(state_dim / Unit) {
+    first_row = lane / units_per_row * rows;
+    first_unit = lane % units_per_row;
+  }
   /// Row within the stage of the lane's i-th row.
-  __device__ int row(int i) const { return lane / units_per_row + rows_per_pass * i; }
+  __device__ int row(int i) const { return first_row + i; }
   /// Index within the stage of the lane's unit of its i-th row.
-  __device__ int unit_index(int i) const { return row(i) * units_per_row + unit(); }
-  /// The lane's unit within its rows.
-  __device__ int unit() const { return lane % units_per_row; }
+  __device__ int unit_index(int i) const { return row(i) * units_per_row + first_unit; }
   /// First element within a row of the lane's unit.
-  __device__ int column() const { return unit() * Unit; }
+  __device__ int column() const { return first_unit * Unit; }
   /// Sums `v` over the lanes of each row (every lane of the row receives the sum).
   template <int N>
   __device__ void row_sums(float (&v)[N]) const {
@@ -57,7 +60,7 @@ struct unit_lanes {
     }
   }
   /// True on the one lane per row that writes its sums.
-  __device__ bool row_leader() const { return unit() == 0; }
+  __device__ bool row_leader() const { return first_unit == 0; }
 };
 
 /// A warp's ring of `Stages` stages of `StageElems` elements of a head's state in `Format`.
@@ -87,9 +90,11 @@ class state_stream {
     return data_ok && scales_ok;
   }
 
-  /// Starts streaming the `elements` elements of `head` (every lane calls it).
-  __device__ state_stream(TempStorage& storage, const state_head_view<Format>& head, int32_t elements, int lane)
-      : s_(storage), head_(head), elements_(elements), lane_(lane) {
+  /// Starts streaming elements [first, first + elements) of `head` (`first` a multiple of
+  /// the chunk; every lane calls it).
+  __device__ state_stream(TempStorage& storage, const state_head_view<Format>& head, int32_t first, int32_t elements,
+                          int lane)
+      : s_(storage), head_(head), first_(first), elements_(elements), lane_(lane) {
     stages_ = (elements + StageElems - 1) / StageElems;
     if constexpr (Engine == copy_engine::bulk) {
       if (lane_ == 0)
@@ -100,15 +105,22 @@ class state_stream {
     for (int i = 0; i < Stages; ++i) fill(i, i);
   }
 
+  /// Waits for every stage without reading it: a warp that gives up its step must not
+  /// leave copies landing in shared memory it no longer owns.
+  __device__ void drain() {
+    for_each_stage([](int, const uint8_t*, const uint8_t*, int32_t) {});
+  }
+
   /// Calls `consume(stage, data, scales, first_element)` for every stage in order, with
-  /// the stage's bytes in shared memory; refills it after the call. Every lane calls it.
+  /// the stage's bytes in shared memory (`first_element` counts from the head's start);
+  /// refills it after the call. Every lane calls it.
   template <class Consume>
   __device__ void for_each_stage(Consume&& consume) {
     for (int stage = 0; stage < stages_; ++stage) {
       const int slot = stage % Stages;
       wait(slot, uint32_t(stage / Stages) & 1u);
       consume(stage, static_cast<const uint8_t*>(s_.data[slot]), static_cast<const uint8_t*>(s_.scales[slot]),
-              stage * StageElems);
+              first_ + stage * StageElems);
       __syncwarp();
       fill(slot, stage + Stages);
     }
@@ -120,7 +132,7 @@ class state_stream {
   __device__ void fill(int slot, int stage) {
     const int32_t first = stage * StageElems;
     const int32_t elems = stage < stages_ ? (elements_ - first < StageElems ? elements_ - first : StageElems) : 0;
-    const uint32_t chunk0 = uint32_t(first / chunk_elems), chunks = uint32_t(elems / chunk_elems);
+    const uint32_t chunk0 = uint32_t((first_ + first) / chunk_elems), chunks = uint32_t(elems / chunk_elems);
     const uint8_t* data = head_.data + int64_t(chunk0) * Format::data_bytes_per_chunk;
     const uint32_t data_bytes = chunks * Format::data_bytes_per_chunk;
     if constexpr (Engine == copy_engine::bulk) {
@@ -155,7 +167,7 @@ class state_stream {
 
   TempStorage& s_;
   state_head_view<Format> head_;
-  int32_t elements_;
+  int32_t first_, elements_;
   int lane_;
   int stages_;
 };

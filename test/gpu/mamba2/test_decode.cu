@@ -16,6 +16,12 @@ TEST_CASE("gpu mamba2 replay matches the reference on an odd shape for every win
   gpu_mamba2_scenario<replay_policy<32, fp32_format>, float>(c, 8, true);
 }
 
+TEST_CASE("gpu mamba2 replay matches the reference at a batch of many blocks", "[gpu][mamba2][decode]") {
+  // 70 requests over 91 slots: the planner and the steps span several blocks.
+  gpu_mamba2_scenario<replay_policy<8, fp32_format>, float>({{4, 16, 32, 2}, 70, 91, true, true, 12}, 8, true);
+  gpu_mamba2_scenario<replay_policy<1, fp32_format>, bfloat16_t>({{4, 16, 32, 2}, 70, 91, true, true, 13}, 8, false);
+}
+
 TEST_CASE("gpu mamba2 replay matches the reference on Nemotron-3 shapes", "[gpu][mamba2][decode][model]") {
   gpu_mamba2_scenario<replay_policy<16, fp32_format>, float>({nemotron3_nano, 3, 5, true, true, 21}, 8, true);
   gpu_mamba2_scenario<replay_policy<16, fp32_format>, float>({nemotron3_super, 2, 3, true, true, 22}, 8, false);
@@ -42,8 +48,9 @@ TEST_CASE("mamba2 stochastic-rounding states are bit-identical on cpu and gpu af
       {{4, 32, 64, 2}, 3, 5, true, true, 56}, 64);
 }
 
-TEST_CASE("the device reports bad mamba2 slots and cursors and skips their rows", "[gpu][mamba2][validation]") {
-  require_device_skips_bad_rows<mamba2_harness, replay_policy<8, fp32_format>>({{4, 16, 32, 2}, 2, 3, true, true, 5});
+TEST_CASE("the device reports bad mamba2 slots and cursors and skips their requests", "[gpu][mamba2][validation]") {
+  require_device_skips_bad_rows<mamba2_harness, replay_policy<8, fp32_format>>({{4, 16, 32, 2}, 2, 3, true, true, 5},
+                                                                                true);
 }
 
 TEST_CASE("the mamba2 device launcher validates like the CPU one", "[gpu][mamba2][validation]") {
