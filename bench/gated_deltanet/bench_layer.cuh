@@ -60,6 +60,7 @@ struct gdn_bench_layer : device_arena {
     p.window_beta = static_cast<float*>(take(sizes.window_beta));
     p.cursors = zeroed<replay_cursor>(sizes.cursors / sizeof(replay_cursor));
     p.report = zeroed<step_report>(1);
+    p.request_plans = zeroed<request_plan>(size_t(batch));
     cuda_check(cudaDeviceSynchronize(), "setup");
   }
 

@@ -193,6 +193,7 @@ layer_stack make_stack(backend& be, const options& o, const mamba2_weights& w, c
       p.cursors = static_cast<replay_cursor*>(be.allocate(sizes.cursors));
     }
     p.report = be.report();
+    p.request_plans = be.request_plans(size_t(o.batch));
     st.layers.push_back(p);
   }
   return st;

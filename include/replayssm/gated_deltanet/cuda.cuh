@@ -25,7 +25,8 @@ namespace cuda {
 template <bool Streaming>
 using gdn_executor = basic_block_executor<gdn_row_lanes<Streaming>>;
 
-/// One block runs one value head of one request: a decode or verify step.
+/// One block runs one value head of one request: a decode or verify step of the planned
+/// requests.
 template <class Policy, class Act, int Threads, step_kind Kind>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<Policy::is_writeback, Kind>>)
     gdn_decode_kernel(const gdn_params<Act> p) {
@@ -47,10 +48,12 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 
 namespace detail {
 
-/// A decode or verify step for every request of `p` (device memory).
+/// A decode or verify step for every request of `p` (device memory): the plans, then the
+/// step of the requests planned to run.
 template <class Policy, int Threads, step_kind Kind, class Act>
 status gdn_tokens_step(const gdn_params<Act>& p, cudaStream_t stream) {
   if (status s = validate_gdn<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
+  if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
   const size_t smem = gdn_scratch_layout::make(p.shape(), Policy::window, p.tokens).bytes();
   return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream, "gated_deltanet");
 }
@@ -88,6 +91,7 @@ template <class Policy, int Threads = decode_block_threads, class Act>
 template <class StateFormat, int Threads = decode_block_threads, class Act>
 [[nodiscard]] status snapshot_verify_step(const gdn_params<Act>& p, cudaStream_t stream = nullptr) {
   if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/false); !s) return s;
+  if (status s = detail::plan_requests<writeback_policy<StateFormat>, step_kind::decode>(p, stream); !s) return s;
   const size_t smem = gdn_scratch_layout::make(p.shape(), 0, p.tokens).bytes();
   return detail::launch_head_blocks(gdn_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,
                                     "gated_deltanet snapshot");

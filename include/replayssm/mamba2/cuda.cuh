@@ -24,13 +24,11 @@
 namespace replayssm {
 namespace cuda {
 
-/// One block runs one head of one request: a decode or verify step. (A replay decode step's
-/// requests are planned first: those planned to skip are skipped.)
+/// One block runs one head of one request: a decode or verify step of the planned requests.
 template <class Policy, class Act, int Threads, step_kind Kind>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, mamba2_blocks_per_sm<Policy, Kind>>)
     mamba2_decode_kernel(const mamba2_params<Act> p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "mamba2_decode_kernel: Threads must be whole warps");
-  if (Kind == step_kind::decode && !Policy::is_writeback && p.request_plans[blockIdx.y] == request_plan::skip) return;
   detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
     const mamba2_head_views<Policy, Act> v(p, b, h, slot);
     return mamba2_head_step<Kind>(block_executor{}, v.in, v.state, p.shape(), scratch);
@@ -51,7 +49,8 @@ __global__ void __launch_bounds__(
 /// request. With `parts` = 1 a block holds `blockDim.x / 32` heads of a request; otherwise
 /// its warps split one head's rows (small batches, where whole heads leave the GPU idle) and
 /// meet at one barrier before the cursor moves. Replay steps run the requests planned so; a
-/// write-back step (no plans) flushes every request, checking its slot and cursors itself.
+/// write-back step flushes every request, each warp checking the whole request itself while
+/// its stream fills (a planner launch would add its latency to every write-back step).
 template <class Policy, class Act, warp::copy_engine Engine, bool Flush>
 __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks)
     mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
@@ -63,7 +62,7 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks)
   const int32_t slot = request_slot(p, b);  // loaded beside the plan: one latency for both
   if constexpr (Policy::is_writeback) {
     if (slot == p.pad_slot_id) return;
-    if (slot < 0 || slot >= p.num_slots) {
+    if (slot < 0 || slot >= p.num_slots) {  // no stream: the slot names no state
       if (threadIdx.x == 0) detail::report(p, b, error_slot_out_of_range);
       return;
     }
@@ -74,14 +73,17 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks)
   const mamba2_layer_shape shape = p.shape();
   const warp::row_range rows = warp::mamba2_warp_config<Policy>::template part_rows<Flush>(shape, parts, part);
   uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + warp * warp_bytes;
-  // The stream starts before the cursor is read: its latency hides behind the state's.
+  // The stream starts before the cursors are read: their latency hides behind the state's.
   auto stream = warp::start_mamba2_stream<Flush, Engine>(v.state, shape, rows, smem, lane);
-  const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
-  if (plan.error != step_ok) {  // only a write-back step gets here: a replay step's plan checked it
-    stream.drain();
-    if (threadIdx.x == 0) detail::report(p, b, plan.error);
-    return;
+  if constexpr (Policy::is_writeback) {
+    const request_check r = detail::warp_check_request<Policy, step_kind::decode>(p, b, lane);
+    if (r.errors != step_ok) {
+      stream.drain();
+      if (lane == 0) detail::report(p, b, r.errors);
+      return;
+    }
   }
+  const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
   if constexpr (Flush)
     warp::mamba2_warp_flush(stream, v.in, v.state, shape, plan, rows, smem, lane);
   else
@@ -134,7 +136,7 @@ status mamba2_warp_decode_step(const mamba2_params<Act>& p, const device_limits&
   if constexpr (Policy::is_writeback) {
     return launch_warp_step<Policy, Engine, true>(p, d, stream);
   } else {
-    if (status s = plan_requests<Policy>(p, stream); !s) return s;
+    if (status s = plan_requests<Policy, step_kind::decode>(p, stream); !s) return s;
     if (status s = launch_warp_step<Policy, Engine, false>(p, d, stream); !s) return s;
     return launch_warp_step<Policy, Engine, true>(p, d, stream);
   }
@@ -147,10 +149,7 @@ template <class Policy, int Threads, step_kind Kind, class Act>
 status mamba2_tokens_step(const mamba2_params<Act>& p, cudaStream_t stream,
                           const warp::copy_engine* engine = nullptr) {
   if (status s = validate_mamba2<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
-  constexpr bool planned = Kind == step_kind::decode && !Policy::is_writeback;
-  if constexpr (planned) {
-    if (status s = check_request_plans("mamba2", p); !s) return s;
-  }
+  if (status s = check_request_plans(p); !s) return s;
   if (p.batch == 0) return {};
   if constexpr (Kind == step_kind::decode) {
     if (warp::mamba2_warp_config<Policy>::supported(p.state_dim)) {
@@ -161,9 +160,7 @@ status mamba2_tokens_step(const mamba2_params<Act>& p, cudaStream_t stream,
                   : mamba2_warp_decode_step<Policy, warp::copy_engine::lanes>(p, d, stream);
     }
   }
-  if constexpr (planned) {
-    if (status s = plan_requests<Policy>(p, stream); !s) return s;
-  }
+  if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
   const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape(), p.tokens).bytes();
   return launch_head_blocks(mamba2_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream, "mamba2");
 }
@@ -204,6 +201,7 @@ template <class Policy, int Threads = decode_block_threads, class Act>
 template <class StateFormat, int Threads = decode_block_threads, class Act>
 [[nodiscard]] status snapshot_verify_step(const mamba2_params<Act>& p, cudaStream_t stream = nullptr) {
   if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/false); !s) return s;
+  if (status s = detail::plan_requests<writeback_policy<StateFormat>, step_kind::decode>(p, stream); !s) return s;
   using Policy = writeback_policy<StateFormat>;
   const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape()).bytes();
   return detail::launch_head_blocks(mamba2_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,

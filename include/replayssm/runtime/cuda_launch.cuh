@@ -32,14 +32,14 @@ __device__ __forceinline__ void report(const Params& p, int32_t b, uint32_t erro
 
 /// The body of every per-(request, head) kernel, the device twin of the CPU's
 /// `for_each_request_head`: block (h, b) runs `head(b, h, slot, scratch)` on its dynamic shared
-/// memory unless request b is padding, and reports a slot out of range or the head step's own
-/// error bits (a cursor, phase or token count no step could have left: that head is skipped).
+/// memory unless request b is padding or planned to be skipped (`plan_requests_kernel` ran
+/// first and reported it), and reports the head step's own error bits.
 template <class Params, class HeadStep>
 __device__ __forceinline__ void run_request_head(const Params& p, HeadStep&& head) {
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
   const int32_t slot = request_slot(p, b);
-  if (slot == p.pad_slot_id) return;
+  if (slot == p.pad_slot_id || p.request_plans[b] == request_plan::skip) return;
   const uint32_t errors = slot >= 0 && slot < p.num_slots ? head(b, h, slot, reinterpret_cast<float*>(scratch_storage))
                                                           : uint32_t(error_slot_out_of_range);
   if (threadIdx.x == 0) report(p, b, errors);
@@ -124,13 +124,13 @@ status launch_head_blocks(Kernel kernel, const Params& p, size_t smem, int threa
   return {};
 }
 
-/// Checks that device params carry request plans (the replay decode step's scratch).
+/// Checks that device params carry request plans (the planned steps' scratch).
 template <class Params>
-status check_request_plans(const char* who, const Params& p) {
+status check_request_plans(const Params& p) {
   if (p.request_plans == nullptr)
-    return status::error(std::string(who) +
-                         ": request_plans is null: the CUDA replay decode step plans each request there before it "
-                         "steps any head ([batch] replayssm::request_plan, device memory)");
+    return status::error(
+        "replayssm: request_plans is null: the CUDA steps plan each request there before they "
+        "step any head ([batch] replayssm::request_plan, device memory)");
   return {};
 }
 
@@ -146,46 +146,45 @@ status launch_threads(Kernel kernel, int64_t count, cudaStream_t stream, const A
 
 }  // namespace detail
 
-/// Plans every request of a decode step from its slot and cursors, as `check_request` does,
-/// one warp per request (its lanes split the heads and the other requests' slots): a request
-/// with any error is reported and skipped on every head; the others read or flush on every
-/// head. The steps that follow read the plans, so which launch steps a request is decided
-/// before any cursor moves. (One thread per request, looping over the heads, took tens of
-/// microseconds at batch 256.)
-template <class Policy, class Params>
+namespace detail {
+
+/// What `check_request` finds for request `b`, worked out by one warp (every lane calls it,
+/// every lane receives it): the lanes split the other requests' slots and the heads. (One
+/// thread per request, looping over the heads, took tens of microseconds at batch 256.)
+template <class Policy, step_kind Kind, class Params>
+__device__ request_check warp_check_request(const Params& p, int32_t b, int32_t lane) {
+  request_share share = check_request_share<Policy, Kind>(p, b, lane, 32);
+  share.errors = __reduce_or_sync(0xffffffffu, share.errors);
+  share.flushes = __any_sync(0xffffffffu, share.flushes);
+  share.reads = __any_sync(0xffffffffu, share.reads);
+  return request_check::of(share);
+}
+
+}  // namespace detail
+
+/// Plans every request of a step of `Kind` from its slot and cursors (`check_request`), one
+/// warp per request: a request with any error is reported and skipped on every head; the
+/// others read or flush on every head. The steps that follow read the plans, so that which
+/// launch steps a request is decided before any cursor moves, and no head of a bad request
+/// is stepped.
+template <class Policy, step_kind Kind, class Params>
 __global__ void plan_requests_kernel(const Params p) {
   const int32_t b = int32_t((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = int32_t(threadIdx.x % 32);
   if (b >= p.batch) return;
-  const int32_t slot = request_slot(p, b);
-  const bool pad = slot == p.pad_slot_id;
-  uint32_t errors = pad || (slot >= 0 && slot < p.num_slots) ? uint32_t(step_ok) : uint32_t(error_slot_out_of_range);
-  bool flushes = false, reads = false;
-  if (!pad && errors == step_ok) {
-    for (int32_t other = lane; other < p.batch; other += 32)
-      if (other != b && request_slot(p, other) == slot) errors |= error_duplicate_slot;
-    for (int32_t h = lane; h < p.heads; h += 32) {
-      const step_plan plan = head_plan<Policy, step_kind::decode>(p, b, slot, h);
-      errors |= plan.error;
-      flushes |= plan.error == step_ok && plan.writes_checkpoint;
-      reads |= plan.error == step_ok && !plan.writes_checkpoint;
-    }
-  }
-  errors = __reduce_or_sync(0xffffffffu, errors);
-  flushes = __any_sync(0xffffffffu, flushes);
-  reads = __any_sync(0xffffffffu, reads);
-  if (flushes && reads) errors |= error_cursor_out_of_range;
+  const request_check r = detail::warp_check_request<Policy, Kind>(p, b, lane);
   if (lane != 0) return;
-  p.request_plans[b] = errors != step_ok || pad ? request_plan::skip
-                                                : (flushes ? request_plan::flush : request_plan::read);
-  detail::report(p, b, errors);
+  const bool skip = r.errors != step_ok || request_slot(p, b) == p.pad_slot_id;
+  p.request_plans[b] = skip ? request_plan::skip : (r.flushes ? request_plan::flush : request_plan::read);
+  detail::report(p, b, r.errors);
 }
 
 namespace detail {
 
-/// Launches `plan_requests_kernel` over every request of `p` (a warp each).
-template <class Policy, class Params>
+/// Checks the request plans and launches `plan_requests_kernel` over every request of `p`.
+template <class Policy, step_kind Kind, class Params>
 status plan_requests(const Params& p, cudaStream_t stream) {
-  return launch_threads(plan_requests_kernel<Policy, Params>, int64_t(p.batch) * 32, stream, p);
+  if (status s = check_request_plans(p); !s) return s;
+  return launch_threads(plan_requests_kernel<Policy, Kind, Params>, int64_t(p.batch) * 32, stream, p);
 }
 
 }  // namespace detail

@@ -79,13 +79,14 @@ REPLAYSSM_HOST_DEVICE uint32_t head_errors(const Params& p, int32_t b, int32_t s
 }
 
 /// step_error bits of request `b`'s slot: outside [0, num_slots), or shared with another
-/// request of the step. Step_ok for padding.
+/// request of the step (among the requests first, first + stride, ...: a lane's share of
+/// them; all by default). Step_ok for padding.
 template <class Params>
-REPLAYSSM_HOST_DEVICE uint32_t slot_errors(const Params& p, int32_t b) {
+REPLAYSSM_HOST_DEVICE uint32_t slot_errors(const Params& p, int32_t b, int32_t first = 0, int32_t stride = 1) {
   const int32_t slot = request_slot(p, b);
   if (slot == p.pad_slot_id) return step_ok;
   if (slot < 0 || slot >= p.num_slots) return error_slot_out_of_range;
-  for (int32_t other = 0; other < p.batch; ++other)
+  for (int32_t other = first; other < p.batch; other += stride)
     if (other != b && request_slot(p, other) == slot) return error_duplicate_slot;
   return step_ok;
 }
@@ -94,25 +95,45 @@ REPLAYSSM_HOST_DEVICE uint32_t slot_errors(const Params& p, int32_t b) {
 /// every head.
 enum class request_plan : int32_t { skip = 0, read = 1, flush = 2 };
 
-/// What a step of `Kind` finds for request `b` of `p`: its error bits (its `slot_errors`, any
-/// of its heads' `head_errors`, or heads of one slot that would not all flush together, a
-/// state no step leaves) and whether its heads flush. Step_ok for padding.
+/// What the checks of a request gather over a share of the other requests and of its heads:
+/// error bits, and whether some checked head flushes and some reads.
+struct request_share {
+  uint32_t errors;
+  bool flushes, reads;
+};
+
+/// The checks of request `b` for a step of `Kind` over the other requests and the heads
+/// first, first + stride, ... (a lane's share on the device; the CPU takes them all): its
+/// `slot_errors` and its heads' `head_plan`s.
+template <class Policy, step_kind Kind, class Params>
+REPLAYSSM_HOST_DEVICE request_share check_request_share(const Params& p, int32_t b, int32_t first, int32_t stride) {
+  const int32_t slot = request_slot(p, b);
+  request_share r{slot_errors(p, b, first, stride), false, false};
+  if (slot == p.pad_slot_id || (r.errors & error_slot_out_of_range)) return r;
+  for (int32_t h = first; h < p.heads; h += stride) {
+    const step_plan plan = head_plan<Policy, Kind>(p, b, slot, h);
+    r.errors |= plan.error;
+    r.flushes |= plan.error == step_ok && plan.writes_checkpoint;
+    r.reads |= plan.error == step_ok && !plan.writes_checkpoint;
+  }
+  return r;
+}
+
+/// What a step of `Kind` finds for request `b` of `p`: its error bits (its slot, any of its
+/// heads, or heads of one slot that would not all flush together, a state no step leaves)
+/// and whether its heads flush. Step_ok for padding.
 struct request_check {
   uint32_t errors;
   bool flushes;
+  /// The check of a request from the union of its shares.
+  REPLAYSSM_HOST_DEVICE static request_check of(const request_share& all) {
+    return {all.errors | (all.flushes && all.reads ? uint32_t(error_cursor_out_of_range) : uint32_t(step_ok)),
+            all.flushes};
+  }
 };
 template <class Policy, step_kind Kind, class Params>
 REPLAYSSM_HOST_DEVICE request_check check_request(const Params& p, int32_t b) {
-  const int32_t slot = request_slot(p, b);
-  request_check r{slot_errors(p, b), false};
-  if (r.errors != step_ok || slot == p.pad_slot_id) return r;
-  for (int32_t h = 0; h < p.heads; ++h) {
-    const step_plan plan = head_plan<Policy, Kind>(p, b, slot, h);
-    r.errors |= plan.error;
-    if (h > 0 && plan.error == step_ok && plan.writes_checkpoint != r.flushes) r.errors |= error_cursor_out_of_range;
-    r.flushes = plan.writes_checkpoint;
-  }
-  return r;
+  return request_check::of(check_request_share<Policy, Kind>(p, b, 0, 1));
 }
 
 /// step_error bits of request `b` of `p` for a step of `Kind` (`check_request`).

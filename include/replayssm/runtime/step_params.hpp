@@ -48,14 +48,14 @@ struct step_params {
   const int32_t* snapshot_slots = nullptr;   ///< [batch][tokens] the snapshot baseline's draft slots
 
   /// Where the device steps report bad slot indices, cursors and phases, which live on the
-  /// device (device memory, zeroed once; required by the CUDA launchers). A step that finds
-  /// one steps nothing, and no step runs while the report holds errors
-  /// (`cuda::take_step_errors` reads and clears it).
+  /// device (device memory, zeroed once; required by the CUDA launchers): the lowest bad
+  /// request and the error bits of all. A request found bad is skipped on every head
+  /// (`cuda::take_step_errors` reads and clears the report).
   step_report* report = nullptr;
 
-  /// `[batch]` device scratch where the CUDA replay decode step plans each request (read,
-  /// flush or skip) from its cursors before it steps any head: device memory, required by
-  /// the CUDA replay decode launchers, contents undefined between steps.
+  /// `[batch]` device scratch where the CUDA steps plan each request (read, flush or skip)
+  /// from its slot and cursors before they step any head: device memory, required by the
+  /// CUDA step launchers, contents undefined between steps.
   request_plan* request_plans = nullptr;
 
   /// Ring entries the window buffers hold (`window_entries`, or the policy's window).

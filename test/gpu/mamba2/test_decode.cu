@@ -51,6 +51,12 @@ TEST_CASE("mamba2 stochastic-rounding states are bit-identical on cpu and gpu af
 TEST_CASE("the device reports bad mamba2 slots and cursors and skips their requests", "[gpu][mamba2][validation]") {
   require_device_skips_bad_rows<mamba2_harness, replay_policy<8, fp32_format>>({{4, 16, 32, 2}, 2, 3, true, true, 5},
                                                                                 true);
+  // The write-back warp step checks whole requests itself, without the planner.
+  require_device_skips_bad_rows<mamba2_harness, writeback_policy<fp32_format>>({{4, 16, 32, 2}, 2, 3, true, true, 6},
+                                                                              true);
+  // The block kernels (a state dimension the warp steps do not take) run planned.
+  require_device_skips_bad_rows<mamba2_harness, replay_policy<8, fp32_format>>({{4, 16, 48, 2}, 2, 3, true, true, 7},
+                                                                                true);
 }
 
 TEST_CASE("the mamba2 device launcher validates like the CPU one", "[gpu][mamba2][validation]") {

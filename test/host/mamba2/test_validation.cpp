@@ -188,6 +188,16 @@ TEST_CASE("mamba2: a shared slot or one bad cursor steps nothing", "[mamba2][val
     f.state.phase[0] = 9;
     CHECK_THAT(rejected(), contains_text("flush_phase[0]=9 is outside [0, window=8)"));
   }
+  SECTION("heads of one slot that would not flush together") {
+    // Every cursor is valid on its own, but head 2 of slot 0 would flush while the others
+    // read: no step leaves a slot so, and a GPU step runs reading and flushing requests in
+    // separate launches.
+    f.state.cursors[2].length = 7;
+    f.state.cursors[2].flush_count = 1;
+    const std::string message = rejected();
+    CHECK_THAT(message, contains_text("request 1 (slot 0)"));
+    CHECK_THAT(message, contains_text("the cursors of its heads disagree"));
+  }
 }
 
 TEST_CASE("mamba2: pad rows are skipped and their slots untouched", "[mamba2][validation]") {
