@@ -179,6 +179,24 @@ __device__ void load_activations(const Act* from, float (&out)[U]) {
   for (int e = 0; e < U; ++e) out[e] = to_float(v[e]);
 }
 
+/// The lane's slice of the token's C: the `U` columns of its unit, as floats.
+template <int U, class Lanes, class Act>
+__device__ void load_query_slice(const Act* C, const Lanes& lanes, float (&c)[U]) {
+#pragma unroll
+  for (int e = 0; e < U; ++e) c[e] = to_float(C[lanes.column() + e]);
+}
+
+/// Sums each row's partial dot products over its lanes and stores the rows below `end`:
+/// the lane's i-th row is row `first_row + i` of the head.
+template <class Lanes, int I>
+__device__ void store_row_sums(const Lanes& lanes, float (&part)[I], int32_t first_row, int32_t end, float* row_sum) {
+  lanes.row_sums(part);
+  if (!lanes.row_leader()) return;
+#pragma unroll
+  for (int i = 0; i < I; ++i)
+    if (first_row + i < end) row_sum[first_row + i] = part[i];
+}
+
 /// Issues the asynchronous copies of the step's rows into the warp's shared memory: x and B
 /// of every entry the step sees (the window's, then the token's), C and z of the token, and
 /// the window's step sizes. Every lane calls it; `lanes_wait<0>` and a `__syncwarp` precede
@@ -290,9 +308,7 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   detail::copy_window(w, in, st, s, plan, lane);
   const lanes_t lanes(N, lane);
   float c[U];
-#pragma unroll
-  for (int e = 0; e < U; ++e) c[e] = to_float(in.C.at(0)[lanes.column() + e]);
-  float* row_sum = w.floats(w.l.row_sum);
+  detail::load_query_slice(in.C.at(0), lanes, c);
 
   const int32_t stage_rows = config::template stage_rows<false>(N);
   stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
@@ -307,12 +323,7 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
 #pragma unroll
       for (int e = 0; e < U; ++e) part[i] = math::fma(v[e], c[e], part[i]);
     }
-    lanes.row_sums(part);
-    if (lanes.row_leader()) {
-#pragma unroll
-      for (int i = 0; i < lanes_t::rows; ++i)
-        if (row0 + lanes.row(i) < end) row_sum[row0 + lanes.row(i)] = part[i];
-    }
+    detail::store_row_sums(lanes, part, row0 + lanes.row(0), end, w.floats(w.l.row_sum));
   });
 
   const float decay = detail::window_coefficients(w, in, plan, lane);
@@ -350,8 +361,7 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
   detail::copy_window(w, in, st, s, plan, lane);
   const lanes_t lanes(N, lane);
   float c[U];
-#pragma unroll
-  for (int e = 0; e < U; ++e) c[e] = to_float(in.C.at(0)[lanes.column() + e]);
+  detail::load_query_slice(in.C.at(0), lanes, c);
 
   // The coefficients and the weighted x_j must be ready before the first stage folds; rows
   // past the head are zeros, so that every lane folds whole runs of rows.
@@ -367,7 +377,6 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
 
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
-  float* row_sum = w.floats(w.l.row_sum);
   const int32_t stage_rows = config::template stage_rows<true>(N), column = lanes.column();
   const Act* B0 = w.B(0) + column;
   stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
@@ -423,12 +432,7 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
 #pragma unroll
       for (int e = 0; e < U; ++e) part[i] = math::fma(state[i][e], c[e], part[i]);
     }
-    lanes.row_sums(part);
-    if (lanes.row_leader()) {
-#pragma unroll
-      for (int i = 0; i < I; ++i)
-        if (row0 + i < end) row_sum[row0 + i] = part[i];
-    }
+    detail::store_row_sums(lanes, part, row0, end, w.floats(w.l.row_sum));
   });
   __syncwarp();
   detail::write_outputs(w, in, s, plan, rows, 1.0f, 0, lane);
