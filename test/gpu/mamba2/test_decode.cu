@@ -22,6 +22,19 @@ TEST_CASE("gpu mamba2 replay matches the reference at a batch of many blocks", "
   gpu_mamba2_scenario<replay_policy<1, fp32_format>, bfloat16_t>({{4, 16, 32, 2}, 70, 91, true, true, 13}, 8, false);
 }
 
+TEST_CASE("gpu mamba2 warp steps at the edges of their shapes", "[gpu][mamba2][decode]") {
+  // State dims 16 (four lanes per row) and 256 (16-bit: 32 lanes per row; FP32: the block
+  // kernels), an odd head dim (rows copied byte by byte: not 16-byte aligned).
+  gpu_mamba2_scenario<replay_policy<8, fp32_format>, float>({{4, 17, 16, 2}, 3, 5, true, true, 14}, 6, true);
+  // A BF16 state rounds at each of the 6 flushes: the host test's bound for it (4 u windows
+  // on the state, twice that plus the read's rounding on the outputs, u = 2^-8).
+  gpu_mamba2_scenario<replay_policy<8, bf16_format>, float>({{2, 24, 256, 1}, 3, 5, true, true, 15}, 6, true,
+                                                            {0.2, 0.1});
+  gpu_mamba2_scenario<replay_policy<8, fp32_format>, float>({{2, 24, 256, 1}, 3, 5, true, true, 16}, 6, false);
+  require_bit_identical<mamba2_harness, replay_policy<8, fp32_format>, bfloat16_t>(
+      {{4, 17, 16, 2}, 3, 5, true, true, 17}, 20);
+}
+
 TEST_CASE("gpu mamba2 replay matches the reference on Nemotron-3 shapes", "[gpu][mamba2][decode][model]") {
   gpu_mamba2_scenario<replay_policy<16, fp32_format>, float>({nemotron3_nano, 3, 5, true, true, 21}, 8, true);
   gpu_mamba2_scenario<replay_policy<16, fp32_format>, float>({nemotron3_super, 2, 3, true, true, 22}, 8, false);
