@@ -58,10 +58,13 @@ def step_tables(rows, shape, mode):
     for n in batches:
         writeback = rows[("writeback", shape, mode, "", n)]
         rep = {w: rows.get(("replay", shape, mode, w, n)) for w in ("W8", "W16", "W32")}
-        w16 = rep["W16"]
-        out.append(f"| {n} | {us(writeback):.1f} | {writeback['pct_copy_bw']:.1f} | {us(rep['W8']):.1f} | {us(w16):.1f} | "
-                   f"{w16['GBps']:.0f} | {w16['pct_copy_bw']:.1f} | {w16['pct_read_bw']:.1f} | {us(rep['W32']):.1f} | "
-                   f"{us(writeback) / us(rep['W8']):.2f} | {us(writeback) / us(w16):.2f} | {us(writeback) / us(rep['W32']):.2f} |")
+        time = {w: r and us(r) for w, r in rep.items()}
+        speedup = {w: t and us(writeback) / t for w, t in time.items()}
+        w16 = rep["W16"] or {}
+        out.append(f"| {n} | {us(writeback):.1f} | {writeback['pct_copy_bw']:.1f} | {fmt(time['W8'], '.1f')} | "
+                   f"{fmt(time['W16'], '.1f')} | {fmt(w16.get('GBps'), '.0f')} | {fmt(w16.get('pct_copy_bw'), '.1f')} | "
+                   f"{fmt(w16.get('pct_read_bw'), '.1f')} | {fmt(time['W32'], '.1f')} | {fmt(speedup['W8'], '.2f')} | "
+                   f"{fmt(speedup['W16'], '.2f')} | {fmt(speedup['W32'], '.2f')} |")
     return "\n".join(out)
 
 
@@ -69,7 +72,7 @@ def flush_table(rows, shape):
     out = [f"\n**{shape}, FP32 state, W=16: flush and read steps alone, and staggered flushes**\n",
            "| batch | writeback us | flush us | flush / writeback | read step us (k=1) | staggered mean us | staggered p99 us | p99 / mean |",
            "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for n in sorted({k[4] for k in rows if k[0] == "flush_and_read" and k[1] == shape}):
+    for n in sorted({k[4] for k in rows if k[0] == "flush_and_read" and k[1] == shape and k[2] == "fp32"}):
         f = rows[("flush_and_read", shape, "fp32", "W16", n)]
         s = rows[("staggered", shape, "fp32", "W16", n)]
         writeback = us(rows[("writeback", shape, "fp32", "", n)])
@@ -169,7 +172,10 @@ def plot(rows, path):
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for shape in ("nano", "super"):
         for mode in ("fp32", "bf16"):
-            batches = sorted({k[4] for k in rows if k[:3] == ("writeback", shape, mode)})
+            batches = sorted(k[4] for k in rows if k[:3] == ("writeback", shape, mode)
+                             and ("replay", shape, mode, "W16", k[4]) in rows)
+            if not batches:
+                continue
             speed = [us(rows[("writeback", shape, mode, "", n)]) / us(rows[("replay", shape, mode, "W16", n)]) for n in batches]
             ax.plot(batches, speed, marker="o", label=f"{shape}, {mode} state, W=16")
     ax.axhline(1.0, color="gray", lw=0.8)
