@@ -112,15 +112,20 @@ trial_counts run_trials(const typename R::case_type& base, int trials) {
     std::vector<int32_t> slots = request_slots(c);
     std::vector<float> out(size_t(c.batch) * tokens * R::outputs(c.shape), 3.0f);
     std::vector<int32_t> counts(size_t(c.batch), tokens), accepted(size_t(c.batch), 0);
-    // Valid steps first, so that windows and cursors are somewhere random.
-    const int warmup = std::uniform_int_distribution<int>(0, 2 * Policy::window)(rng);
-    for (int step = 0; step < warmup; ++step) {
+    // Params of fresh inputs over the state.
+    const auto next_params = [&] {
       in.draw(rng);
       typename R::template state<Policy, float>::params p;
       in.bind(p, c);
       st.bind(p, true);
       p.slot_indices = slots.data();
       R::output(p) = out.data();
+      return p;
+    };
+    // Valid steps first, so that windows and cursors are somewhere random.
+    const int warmup = std::uniform_int_distribution<int>(0, 2 * Policy::window)(rng);
+    for (int step = 0; step < warmup; ++step) {
+      auto p = next_params();
       const bool verify = step % 3 == 2;
       if (verify) {
         for (auto& a : accepted) a = std::uniform_int_distribution<int32_t>(0, tokens)(rng);
@@ -134,12 +139,7 @@ trial_counts run_trials(const typename R::case_type& base, int trials) {
       }
     }
     // One step on params broken in 0 to 2 ways.
-    in.draw(rng);
-    typename R::template state<Policy, float>::params p;
-    in.bind(p, c);
-    st.bind(p, true);
-    p.slot_indices = slots.data();
-    R::output(p) = out.data();
+    auto p = next_params();
     const int kind = std::uniform_int_distribution<int>(0, 2)(rng);  // decode, verify, commit
     for (auto& a : accepted) a = std::uniform_int_distribution<int32_t>(0, tokens)(rng);
     if (kind == 0) {

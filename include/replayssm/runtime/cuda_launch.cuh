@@ -39,9 +39,9 @@ __device__ __forceinline__ void run_request_head(const Params& p, HeadStep&& hea
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
   const int32_t slot = request_slot(p, b);
-  if (slot == p.pad_slot_id || p.request_plans[b] == request_plan::skip) return;
-  const uint32_t errors = slot >= 0 && slot < p.num_slots ? head(b, h, slot, reinterpret_cast<float*>(scratch_storage))
-                                                          : uint32_t(error_slot_out_of_range);
+  // The plan already excluded padding and slots out of range.
+  if (p.request_plans[b] == request_plan::skip) return;
+  const uint32_t errors = head(b, h, slot, reinterpret_cast<float*>(scratch_storage));
   if (threadIdx.x == 0) report(p, b, errors);
 }
 
