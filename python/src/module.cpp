@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: Apache-2.0
+// The native part of the `replayssm` Python package: the compiled-in policies, buffer sizes,
+// state encoding, and the steps of both recurrences on the CPU (here) and on CUDA devices
+// (cuda_*.cu), over any array that speaks DLPack (NumPy, PyTorch, CuPy) with no copies.
+// The Python package (python/replayssm) wraps it; its functions are not a public API.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "policies.hpp"
+#include "steps.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace replayssm_python {
+namespace {
+
+/// The CPU launchers, for `mamba2_step` and `gdn_step` (steps.hpp).
+struct cpu_backend {
+  using activations = type_list<float, rs::half_t, rs::bfloat16_t>;
+  template <class Policy, class Params>
+  static rs::status decode(const Params& p, uintptr_t) {
+    if constexpr (Policy::is_writeback)
+      return rs::cpu::writeback_decode_step<typename Policy::checkpoint_format, typename Policy::rounding>(p);
+    else
+      return rs::cpu::replay_decode_step<Policy>(p);
+  }
+  template <class Policy, class Params>
+  static rs::status verify(const Params& p, uintptr_t) {
+    return rs::cpu::replay_verify_step<Policy>(p);
+  }
+};
+
+element element_of(nb::dlpack::dtype t) {
+  using code = nb::dlpack::dtype_code;
+  if (t.lanes != 1) return element::other;
+  if (t.code == uint8_t(code::Float) && t.bits == 32) return element::f32;
+  if (t.code == uint8_t(code::Float) && t.bits == 16) return element::f16;
+  if (t.code == uint8_t(code::Bfloat) && t.bits == 16) return element::bf16;
+  if (t.code == uint8_t(code::Int) && t.bits == 32) return element::i32;
+  if (t.code == uint8_t(code::UInt) && t.bits == 8) return element::u8;
+  return element::other;
+}
+
+/// The arrays of one call, converted from Python objects that speak DLPack (or the buffer
+/// protocol) and kept alive until the call returns.
+class arrays {
+ public:
+  /// Fills `args` from keyword arguments named as its fields (None: not given).
+  template <class Args>
+  void take(const char* who, const nb::kwargs& kwargs, Args& args) {
+    for (auto [key, value] : kwargs) {
+      const std::string name = nb::cast<std::string>(key);
+      bool known = false;
+      args.for_each_array([&](const char* field, array& a, bool written) {
+        if (name != field) return;
+        known = true;
+        if (!value.is_none()) a = convert(who, value, field, written);
+      });
+      args.for_each_scalar([&](const char* field, auto& v) {
+        if (name != field) return;
+        known = true;
+        if (!nb::try_cast(value, v))
+          throw nb::type_error((std::string(who) + ": " + field + " must be " +
+                                (std::is_same_v<std::decay_t<decltype(v)>, bool> ? "a bool" : "an integer"))
+                                   .c_str());
+      });
+      if (!known) throw nb::type_error((std::string(who) + ": unknown argument '" + name + "'").c_str());
+    }
+  }
+
+  /// The view of one object as an array named `name`.
+  array convert(const char* who, nb::handle value, const char* name, bool written) {
+    array a;
+    a.name = name;
+    if (written) {
+      nb::ndarray<> nd;
+      if (!nb::try_cast(value, nd, false)) not_an_array(who, name, written);
+      describe(nd, a);
+      writable_.push_back(std::move(nd));
+    } else {
+      nb::ndarray<nb::ro> nd;
+      if (!nb::try_cast(value, nd, false)) not_an_array(who, name, written);
+      describe(nd, a);
+      readonly_.push_back(std::move(nd));
+    }
+    if (a.device == device_type::none)
+      throw nb::value_error((std::string(who) + ": " + name + ": arrays must be on the CPU or a CUDA device").c_str());
+    return a;
+  }
+
+ private:
+  [[noreturn]] static void not_an_array(const char* who, const char* name, bool written) {
+    throw nb::type_error((std::string(who) + ": " + name + " must be " + (written ? "a writable " : "an ") +
+                          "array (NumPy, PyTorch, CuPy or any DLPack producer)")
+                             .c_str());
+  }
+  template <class Nd>
+  static void describe(const Nd& nd, array& a) {
+    if (nd.ndim() > size_t(array::max_dims))
+      throw nb::value_error(
+          (std::string(a.name) + ": more than " + std::to_string(array::max_dims) + " dimensions").c_str());
+    a.data = const_cast<void*>(static_cast<const void*>(nd.data()));
+    a.type = element_of(nd.dtype());
+    a.device = nd.device_type() == nb::device::cpu::value    ? device_type::cpu
+               : nd.device_type() == nb::device::cuda::value ? device_type::cuda
+                                                             : device_type::none;
+    a.device_id = nd.device_id();
+    a.ndim = int32_t(nd.ndim());
+    for (int d = 0; d < a.ndim; ++d) {
+      a.shape[d] = int64_t(nd.shape(size_t(d)));
+      a.strides[d] = nd.stride(size_t(d));
+    }
+  }
+
+  std::vector<nb::ndarray<>> writable_;
+  std::vector<nb::ndarray<nb::ro>> readonly_;
+};
+
+rs::step_kind kind_of(const std::string& kind) {
+  if (kind == "decode") return rs::step_kind::decode;
+  if (kind == "verify") return rs::step_kind::verify;
+  throw nb::value_error(("replayssm: unknown step kind '" + kind + "' (decode or verify)").c_str());
+}
+
+rs::dtype dtype_of(const std::string& name) {
+  if (name == "float32") return rs::dtype::f32;
+  if (name == "float16") return rs::dtype::f16;
+  if (name == "bfloat16") return rs::dtype::bf16;
+  throw nb::value_error(("replayssm: activation dtype '" + name + "' is not float32, float16 or bfloat16").c_str());
+}
+
+/// Runs a step on the device its first array lives on, without the GIL.
+template <class Cpu, class Cuda>
+void run_on_device(const array& first, Cpu&& cpu, Cuda&& cuda) {
+  rs::status s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = first.device == device_type::cuda ? cuda() : cpu();
+  }
+  s.throw_if_error();
+}
+
+void run_mamba2(const std::string& kind, int policy, uintptr_t stream, const nb::kwargs& kwargs) {
+  arrays held;
+  mamba2_args args;
+  held.take("mamba2", kwargs, args);
+  const step_call call{kind_of(kind), policy, stream};
+  run_on_device(
+      args.x, [&] { return mamba2_step<cpu_backend>(call, args); }, [&] { return cuda_mamba2_step(call, args); });
+}
+
+void run_gdn(const std::string& kind, int policy, uintptr_t stream, const nb::kwargs& kwargs) {
+  arrays held;
+  gdn_args args;
+  held.take("gated_deltanet", kwargs, args);
+  const step_call call{kind_of(kind), policy, stream};
+  run_on_device(
+      args.q, [&] { return gdn_step<cpu_backend>(call, args); }, [&] { return cuda_gdn_step(call, args); });
+}
+
+void run_commit(uintptr_t stream, const nb::kwargs& kwargs) {
+  arrays held;
+  commit_args args;
+  held.take("commit", kwargs, args);
+  run_on_device(
+      args.cursors,
+      [&] {
+        rs::step_params p;
+        if (rs::status s = commit_params(args, p); !s) return s;
+        return rs::cpu::commit_drafts(p);
+      },
+      [&] { return cuda_commit_drafts(args, stream); });
+}
+
+void run_take_step_errors(nb::handle report, uintptr_t stream) {
+  arrays held;
+  const array a = held.convert("take_step_errors", report, "report", true);
+  run_on_device(
+      a, [] { return rs::status{}; }, [&] { return cuda_take_step_errors(a, stream); });
+}
+
+nb::dict sizes_dict(const rs::state_pool_sizes& s) {
+  nb::dict d;
+  d["checkpoint"] = s.checkpoint;
+  d["checkpoint_scales"] = s.checkpoint_scales;
+  d["read_copy"] = s.read_copy;
+  d["read_copy_scales"] = s.read_copy_scales;
+  return d;
+}
+
+nb::dict mamba2_buffers(int policy, const rs::mamba2_layer_shape& shape, int64_t num_slots, const std::string& dtype,
+                        int32_t draft_tokens) {
+  nb::dict d;
+  visit(policies{}, policy, [&](auto t) {
+    const auto s = rs::mamba2_buffers<typename decltype(t)::type>(shape, num_slots, dtype_of(dtype), draft_tokens);
+    d = sizes_dict(s);
+    d["window_x"] = s.window_x;
+    d["window_B"] = s.window_B;
+    d["window_dt"] = s.window_dt;
+    d["cursors"] = s.cursors;
+    d["total"] = s.total();
+    return rs::status{};
+  }).throw_if_error();
+  return d;
+}
+
+nb::dict gdn_buffers(int policy, bool raw_inputs, const rs::gdn_layer_shape& shape, int64_t num_slots,
+                     const std::string& dtype, int32_t draft_tokens) {
+  nb::dict d;
+  visit_gdn_policy(policy, raw_inputs, [&](auto t) {
+    const auto s = rs::gdn_buffers<typename decltype(t)::type>(shape, num_slots, dtype_of(dtype), draft_tokens);
+    d = sizes_dict(s);
+    d["window_u"] = s.window_u;
+    d["window_k"] = s.window_k;
+    d["window_g"] = s.window_g;
+    d["window_v"] = s.window_v;
+    d["window_beta"] = s.window_beta;
+    d["cursors"] = s.cursors;
+    d["total"] = s.total();
+    return rs::status{};
+  }).throw_if_error();
+  return d;
+}
+
+/// Encodes (`write`) or decodes the states of the heads in `values` (`[heads, rows, cols]`
+/// floats, host memory) into or from state pools (bytes, host memory) that begin with those
+/// heads, under the policy's formats: a Mamba-2 head is `head_dim x state_dim`, a Gated DeltaNet head
+/// `value_dim x key_dim` (stored in the chunk order of `gdn_state_chunk`).
+void state_io(bool write, const std::string& recurrence, int policy, nb::handle values_object, nb::handle checkpoint,
+              nb::handle checkpoint_scales, nb::handle read_copy, nb::handle read_copy_scales) {
+  const bool gdn = recurrence == "gated_deltanet";
+  if (!gdn && recurrence != "mamba2") throw nb::value_error(("unknown recurrence '" + recurrence + "'").c_str());
+  const char* who = write ? "write_state" : "read_state";
+  arrays held;
+  const array values = held.convert(who, values_object, "values", !write);
+  checker c(who, device_type::cpu, 0);
+  const int64_t any3[] = {-1, -1, -1};
+  c.strided(values, element::f32, 3, any3, gdn ? "heads, value_dim, key_dim" : "heads, head_dim, state_dim");
+  c.buffer(values, element::f32, 0, "");
+  c.status().throw_if_error();
+  const int64_t heads = values.shape[0], rows = values.shape[1], cols = values.shape[2];
+  const int64_t max_cols = gdn ? rs::gdn_max_key_dim : rs::max_state_dim;
+  if (cols % 16 != 0 || cols < 16 || cols > max_cols)
+    c.fail(values, "its last dimension " + std::to_string(cols) + " must be a multiple of 16 in [16, " +
+                       std::to_string(max_cols) + "]");
+  c.status().throw_if_error();
+  auto optional = [&](nb::handle h, const char* name) {
+    return h.is_none() ? array{} : held.convert(who, h, name, write);
+  };
+  const array pools[] = {optional(checkpoint, "checkpoint"), optional(checkpoint_scales, "checkpoint_scales"),
+                         optional(read_copy, "read_copy"), optional(read_copy_scales, "read_copy_scales")};
+  visit(policies{}, policy, [&](auto t) {
+    using Policy = typename decltype(t)::type;
+    using ckpt = typename Policy::checkpoint_format;
+    using read = typename Policy::read_format;
+    const size_t elements = size_t(heads * rows * cols);
+    const std::string needs = std::to_string(heads) + " heads of " + rs::describe<Policy>();
+    c.buffer(pools[0], element::u8, rs::state_data_bytes<ckpt>(elements), needs);
+    c.buffer(pools[1], element::u8, rs::state_scale_bytes<ckpt>(elements), needs, ckpt::scale_bytes_per_chunk == 0);
+    if (write && !Policy::shared_state) {
+      c.buffer(pools[2], element::u8, rs::state_data_bytes<read>(elements), needs);
+      c.buffer(pools[3], element::u8, rs::state_scale_bytes<read>(elements), needs, read::scale_bytes_per_chunk == 0);
+    }
+    if (!c.status().ok()) return c.status();
+    const float* in = static_cast<const float*>(values.data);
+    for (int64_t h = 0; h < heads; ++h) {
+      const auto ck = rs::state_head_view<ckpt>::in_pool(pools[0].data, pools[1].data, h, rows * cols);
+      const auto rd = Policy::shared_state
+                          ? rs::state_head_view<read>{}
+                          : rs::state_head_view<read>::in_pool(pools[2].data, pools[3].data, h, rows * cols);
+      float* head = static_cast<float*>(values.data) + h * rows * cols;
+      const rs::mamba2_layer_shape m{1, int32_t(rows), int32_t(cols), 1};
+      const rs::gdn_layer_shape g{1, 1, int32_t(cols), int32_t(rows)};
+      if (write && gdn) rs::write_head_state<Policy>(rs::serial_executor{}, in + h * rows * cols, g, ck, rd);
+      if (write && !gdn) rs::write_head_state<Policy>(rs::serial_executor{}, in + h * rows * cols, m, ck, rd);
+      if (!write && gdn) rs::read_head_state(rs::serial_executor{}, ck, g, head);
+      if (!write && !gdn) rs::read_head_state(rs::serial_executor{}, ck, m, head);
+    }
+    return rs::status{};
+  }).throw_if_error();
+}
+
+/// What Python needs to know of each compiled-in policy.
+nb::list policy_list() {
+  nb::list list;
+  auto add = [&](auto t) {
+    using P = typename decltype(t)::type;
+    nb::dict d;
+    d["window"] = P::window;
+    d["read"] = P::read_format::name;
+    d["checkpoint"] = P::checkpoint_format::name;
+    d["rounding"] = P::rounding::is_stochastic ? "stochastic" : "nearest-even";
+    d["description"] = rs::describe<P>();
+    list.append(d);
+  };
+  for_each_type(policies{}, add);
+  return list;
+}
+
+}  // namespace
+
+#ifndef REPLAYSSM_PYTHON_CUDA
+// Built without nvcc: the CUDA steps say so.
+static rs::status no_cuda(const array& a) {
+  return rs::status::error(std::string("replayssm: ") + a.name +
+                           " is on a CUDA device, but this module was built without CUDA (no nvcc at build time)");
+}
+rs::status cuda_mamba2_step(const step_call&, const mamba2_args& args) {
+  return no_cuda(args.x);
+}
+rs::status cuda_gdn_step(const step_call&, const gdn_args& args) {
+  return no_cuda(args.q);
+}
+rs::status cuda_commit_drafts(const commit_args& args, uintptr_t) {
+  return no_cuda(args.cursors);
+}
+rs::status cuda_take_step_errors(const array& report, uintptr_t) {
+  return no_cuda(report);
+}
+#endif
+
+}  // namespace replayssm_python
+
+NB_MODULE(_native, m) {
+  using namespace replayssm_python;
+  m.doc() = "The native part of replayssm (use the replayssm package).";
+  m.def("policies", &policy_list);
+  m.def(
+      "mamba2_buffers",
+      [](int policy, int32_t heads, int32_t head_dim, int32_t state_dim, int32_t groups, int64_t num_slots,
+         const std::string& dtype, int32_t draft_tokens) {
+        return mamba2_buffers(policy, {heads, head_dim, state_dim, groups}, num_slots, dtype, draft_tokens);
+      },
+      "policy"_a, "heads"_a, "head_dim"_a, "state_dim"_a, "groups"_a, "num_slots"_a, "dtype"_a, "draft_tokens"_a);
+  m.def(
+      "gdn_buffers",
+      [](int policy, bool raw_inputs, int32_t value_heads, int32_t key_heads, int32_t key_dim, int32_t value_dim,
+         int64_t num_slots, const std::string& dtype, int32_t draft_tokens) {
+        return gdn_buffers(policy, raw_inputs, {value_heads, key_heads, key_dim, value_dim}, num_slots, dtype,
+                           draft_tokens);
+      },
+      "policy"_a, "raw_inputs"_a, "value_heads"_a, "key_heads"_a, "key_dim"_a, "value_dim"_a, "num_slots"_a, "dtype"_a,
+      "draft_tokens"_a);
+  m.def(
+      "mamba2_bytes_per_step",
+      [](int policy, int32_t heads, int32_t head_dim, int32_t state_dim, int32_t groups, int64_t batch,
+         const std::string& dtype) {
+        double bytes = 0;
+        visit(policies{}, policy, [&](auto t) {
+          bytes = rs::mamba2_bytes_per_step<typename decltype(t)::type>({heads, head_dim, state_dim, groups}, batch,
+                                                                        dtype_of(dtype));
+          return rs::status{};
+        }).throw_if_error();
+        return bytes;
+      },
+      "policy"_a, "heads"_a, "head_dim"_a, "state_dim"_a, "groups"_a, "batch"_a, "dtype"_a);
+  m.def(
+      "gdn_bytes_per_step",
+      [](int policy, bool raw_inputs, int32_t value_heads, int32_t key_heads, int32_t key_dim, int32_t value_dim,
+         int64_t batch, const std::string& dtype) {
+        double bytes = 0;
+        visit_gdn_policy(policy, raw_inputs, [&](auto t) {
+          bytes = rs::gdn_bytes_per_step<typename decltype(t)::type>({value_heads, key_heads, key_dim, value_dim},
+                                                                     batch, dtype_of(dtype));
+          return rs::status{};
+        }).throw_if_error();
+        return bytes;
+      },
+      "policy"_a, "raw_inputs"_a, "value_heads"_a, "key_heads"_a, "key_dim"_a, "value_dim"_a, "batch"_a, "dtype"_a);
+  m.def("mamba2_step", &run_mamba2, "kind"_a, "policy"_a, "stream"_a, "kwargs"_a);
+  m.def("gdn_step", &run_gdn, "kind"_a, "policy"_a, "stream"_a, "kwargs"_a);
+  m.def("commit_drafts", &run_commit, "stream"_a, "kwargs"_a);
+  m.def("take_step_errors", &run_take_step_errors, "report"_a, "stream"_a);
+  m.def(
+      "write_state",
+      [](const std::string& recurrence, int policy, nb::handle values, nb::handle checkpoint,
+         nb::handle checkpoint_scales, nb::handle read_copy, nb::handle read_copy_scales) {
+        state_io(true, recurrence, policy, values, checkpoint, checkpoint_scales, read_copy, read_copy_scales);
+      },
+      "recurrence"_a, "policy"_a, "values"_a, "checkpoint"_a, "checkpoint_scales"_a.none(), "read_copy"_a.none(),
+      "read_copy_scales"_a.none());
+  m.def(
+      "read_state",
+      [](const std::string& recurrence, int policy, nb::handle values, nb::handle checkpoint,
+         nb::handle checkpoint_scales) {
+        state_io(false, recurrence, policy, values, checkpoint, checkpoint_scales, nb::none(), nb::none());
+      },
+      "recurrence"_a, "policy"_a, "values"_a, "checkpoint"_a, "checkpoint_scales"_a.none());
+#ifdef REPLAYSSM_PYTHON_CUDA
+  m.attr("cuda") = true;
+#else
+  m.attr("cuda") = false;
+#endif
+}
