@@ -48,6 +48,7 @@ struct array {
   const char* name = "";
   void* data = nullptr;
   element type = element::other;
+  uint8_t dtype_code = 0, dtype_bits = 0;  ///< DLPack's, for naming an `other` type
   device_type device = device_type::none;
   int32_t device_id = 0;
   int32_t ndim = 0;
@@ -55,6 +56,13 @@ struct array {
   int64_t strides[max_dims] = {};  ///< in elements
 
   bool given() const { return device != device_type::none; }
+  /// The element type's name, e.g. `float32` (DLPack's codes for the types the steps never take).
+  std::string type_name() const {
+    if (type != element::other) return element_name(type);
+    static const char* const codes[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
+    return (dtype_code < 7 ? codes[dtype_code] : "dtype code " + std::to_string(dtype_code) + " of ") +
+           std::to_string(dtype_bits);
+  }
   int64_t size() const {
     int64_t n = 1;
     for (int d = 0; d < ndim; ++d) n *= shape[d];
@@ -98,6 +106,14 @@ class checker {
     if (a.shape[dims - 1] > 1 && a.strides[dims - 1] != 1)
       return fail(
           a, "its last dimension must be contiguous (stride 1), got stride " + std::to_string(a.strides[dims - 1]));
+    return *this;
+  }
+
+  /// The first activation, whose element type (float32, float16 or bfloat16) the others share.
+  checker& activation(const array& a) {
+    if (!present(a, a.type, false)) return *this;
+    if (a.type != element::f32 && a.type != element::f16 && a.type != element::bf16)
+      return fail(a, "expected float32, float16 or bfloat16 activations, got " + a.type_name());
     return *this;
   }
 
@@ -146,7 +162,7 @@ class checker {
       return false;
     }
     if (a.type != type) {
-      fail(a, std::string("expected ") + element_name(type) + ", got " + element_name(a.type));
+      fail(a, std::string("expected ") + element_name(type) + ", got " + a.type_name());
       return false;
     }
     return true;

@@ -108,6 +108,8 @@ class arrays {
           (std::string(a.name) + ": more than " + std::to_string(array::max_dims) + " dimensions").c_str());
     a.data = const_cast<void*>(static_cast<const void*>(nd.data()));
     a.type = element_of(nd.dtype());
+    a.dtype_code = nd.dtype().code;
+    a.dtype_bits = nd.dtype().bits;
     a.device = nd.device_type() == nb::device::cpu::value    ? device_type::cpu
                : nd.device_type() == nb::device::cuda::value ? device_type::cuda
                                                              : device_type::none;

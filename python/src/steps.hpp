@@ -272,7 +272,7 @@ rs::status mamba2_step(const step_call& call, const mamba2_args& a) {
   const char* who = "mamba2";
   checker c(who, a.x.device, a.x.device_id);
   const int64_t any3[] = {-1, -1, -1};
-  c.strided(a.x, a.x.type, 3, any3, "batch * tokens, heads, head_dim");
+  c.activation(a.x).strided(a.x, a.x.type, 3, any3, "batch * tokens, heads, head_dim");
   c.strided(a.B, a.x.type, 3, any3, "batch * tokens, groups, state_dim");
   if (!c.status().ok()) return c.status();
   const int64_t rows = a.x.shape[0], H = a.x.shape[1], P = a.x.shape[2], G = a.B.shape[1], N = a.B.shape[2];
@@ -336,7 +336,7 @@ rs::status gdn_step(const step_call& call, const gdn_args& a) {
   const char* who = "gated_deltanet";
   checker c(who, a.q.device, a.q.device_id);
   const int64_t any3[] = {-1, -1, -1};
-  c.strided(a.q, a.q.type, 3, any3, "batch * tokens, key_heads, key_dim");
+  c.activation(a.q).strided(a.q, a.q.type, 3, any3, "batch * tokens, key_heads, key_dim");
   c.strided(a.v, a.q.type, 3, any3, "batch * tokens, value_heads, value_dim");
   if (!c.status().ok()) return c.status();
   const int64_t rows = a.q.shape[0], HK = a.q.shape[1], K = a.q.shape[2], HV = a.v.shape[1], V = a.v.shape[2];

@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The steps: decode (write-back or replay), speculative verify and commit, of both
+recurrences, on NumPy arrays (the CPU) or PyTorch tensors (CPU or CUDA, through the
+``replayssm::`` torch ops on the current stream)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _native
+from ._buffers import GDNBuffers, LayerBuffers, Mamba2Buffers, is_torch
+
+# Each step's arguments, named as the C++ params' fields, in the torch ops' order: scalars,
+# arrays read, arrays written.
+SCALARS = {
+    "mamba2_step": (("kind", "str"), ("policy", "int"), ("tokens", "int"), ("pad_slot_id", "int"),
+                    ("seed", "int"), ("dt_softplus", "bool")),
+    "gdn_step": (("kind", "str"), ("policy", "int"), ("tokens", "int"), ("pad_slot_id", "int"), ("seed", "int"),
+                 ("raw_inputs", "bool")),
+    "commit_drafts": (("tokens", "int"), ("pad_slot_id", "int")),
+}
+_STATE_READ = ("slot_indices", "token_counts", "flush_phase")
+_STATE_WRITTEN = ("checkpoint", "checkpoint_scales", "read_copy", "read_copy_scales", "cursors", "report",
+                  "request_plans")
+READ = {
+    "mamba2_step": ("x", "dt", "A", "B", "C", "D", "z", "dt_bias", *_STATE_READ),
+    "gdn_step": ("q", "k", "v", "a", "b", "A_log", "dt_bias", *_STATE_READ),
+    "commit_drafts": ("accepted_counts", "slot_indices", "token_counts"),
+}
+WRITTEN = {
+    "mamba2_step": ("y", *_STATE_WRITTEN, "window_x", "window_B", "window_dt"),
+    "gdn_step": ("o", *_STATE_WRITTEN, "window_u", "window_k", "window_g", "window_v", "window_beta"),
+    "commit_drafts": ("cursors", "report"),
+}
+
+
+def run(op: str, scalars: dict, arrays: dict) -> None:
+    """Runs ``op`` (a key of SCALARS) on NumPy arrays directly, or on PyTorch tensors
+    through its torch op."""
+    names = READ[op] + WRITTEN[op]
+    if any(is_torch(arrays.get(n)) for n in names):
+        from . import _torch_ops
+
+        _torch_ops.call(op, scalars, arrays)
+    else:
+        native(op, scalars, {n: a for n, a in arrays.items() if a is not None}, 0)
+
+
+def native(op: str, scalars: dict, arrays: dict, stream: int) -> None:
+    """The native call of ``op``: ValueError with the launcher's message on bad input."""
+    if op == "commit_drafts":
+        _native.commit_drafts(stream, **scalars, **arrays)
+    else:
+        fn = _native.mamba2_step if op == "mamba2_step" else _native.gdn_step
+        fn(scalars["kind"], scalars["policy"], stream, **{k: v for k, v in scalars.items()
+                                                          if k not in ("kind", "policy")}, **arrays)
+
+
+def _empty_like(a):
+    return a.new_empty(a.shape) if is_torch(a) else np.empty_like(a)
+
+
+def _check_buffers(buffers, kind):
+    if not isinstance(buffers, kind):
+        raise TypeError(f"replayssm: expected {kind.__name__}, got {type(buffers).__name__}")
+
+
+def _state_scalars(buffers: LayerBuffers, kind: str, tokens: int, pad_slot_id: int) -> dict:
+    return {"kind": kind, "policy": buffers.policy_index, "tokens": tokens, "pad_slot_id": pad_slot_id,
+            "seed": buffers.seed}
+
+
+def mamba2_step(kind: str, buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=None, dt_bias=None, *,
+                dt_softplus: bool = True, slot_indices=None, pad_slot_id: int = -1, tokens: int = 1,
+                token_counts=None, out=None, checkpoint=None):
+    """A Mamba-2 step of ``kind`` (``decode`` or ``verify``) under ``buffers.policy``.
+
+    Activations are ``[batch * tokens, ...]`` (request b's token t is row b * tokens + t):
+    x, z, out ``[rows, heads, head_dim]``; dt ``[rows, heads]`` (raw); B, C ``[rows,
+    groups, state_dim]``; A, D, dt_bias float32 ``[heads]``. ``slot_indices`` (int32
+    ``[batch]``) maps requests to state slots, ``pad_slot_id`` skips a request.
+    ``checkpoint`` overrides ``buffers.checkpoint``. Returns ``out`` (allocated when None).
+    """
+    _check_buffers(buffers, Mamba2Buffers)
+    out = _empty_like(x) if out is None else out
+    arrays = {**buffers.arrays, "x": x, "dt": dt, "A": A, "B": B, "C": C, "D": D, "z": z, "dt_bias": dt_bias,
+              "y": out, "slot_indices": slot_indices, "token_counts": token_counts}
+    if checkpoint is not None:
+        arrays["checkpoint"] = checkpoint
+    run("mamba2_step", {**_state_scalars(buffers, kind, tokens, pad_slot_id), "dt_softplus": dt_softplus}, arrays)
+    return out
+
+
+def gdn_step(kind: str, buffers: GDNBuffers, q, k, v, a, b, A_log, dt_bias=None, *, slot_indices=None,
+             pad_slot_id: int = -1, tokens: int = 1, token_counts=None, out=None, checkpoint=None):
+    """A Gated DeltaNet step of ``kind`` (``decode`` or ``verify``) under ``buffers.policy``.
+
+    q, k ``[rows, key_heads, key_dim]`` raw (the step L2-normalizes them and scales q by
+    key_dim^-1/2); v, out ``[rows, value_heads, value_dim]``; a, b ``[rows, value_heads]``,
+    the raw decay and write-strength projections; A_log, dt_bias float32 ``[value_heads]``.
+    ``out`` is the output before the layer's norm and gate. Rows, slots and ``checkpoint``
+    as in ``mamba2_step``. Returns ``out``.
+    """
+    _check_buffers(buffers, GDNBuffers)
+    out = _empty_like(v) if out is None else out
+    arrays = {**buffers.arrays, "q": q, "k": k, "v": v, "a": a, "b": b, "A_log": A_log, "dt_bias": dt_bias,
+              "o": out, "slot_indices": slot_indices, "token_counts": token_counts}
+    if checkpoint is not None:
+        arrays["checkpoint"] = checkpoint
+    run("gdn_step", {**_state_scalars(buffers, kind, tokens, pad_slot_id), "raw_inputs": buffers.policy.raw_inputs},
+        arrays)
+    return out
+
+
+def mamba2_decode(buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=None, dt_bias=None, **kwargs):
+    """One decode step (write-back, or replay under a replay policy): ``mamba2_step``."""
+    return mamba2_step("decode", buffers, x, dt, A, B, C, D, z, dt_bias, **kwargs)
+
+
+def mamba2_verify(buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=None, dt_bias=None, *, tokens: int,
+                  **kwargs):
+    """A speculative verify step of up to ``tokens`` drafts per request (``token_counts``:
+    each request's, optional): every draft's output; the drafts wait in the window until
+    ``commit_drafts``. The buffers need ``draft_tokens >= tokens``."""
+    return mamba2_step("verify", buffers, x, dt, A, B, C, D, z, dt_bias, tokens=tokens, **kwargs)
+
+
+def gdn_decode(buffers: GDNBuffers, q, k, v, a, b, A_log, dt_bias=None, **kwargs):
+    """One Gated DeltaNet decode step: ``gdn_step``."""
+    return gdn_step("decode", buffers, q, k, v, a, b, A_log, dt_bias, **kwargs)
+
+
+def gdn_verify(buffers: GDNBuffers, q, k, v, a, b, A_log, dt_bias=None, *, tokens: int, **kwargs):
+    """A Gated DeltaNet speculative verify step, as ``mamba2_verify``."""
+    return gdn_step("verify", buffers, q, k, v, a, b, A_log, dt_bias, tokens=tokens, **kwargs)
+
+
+def commit_drafts(buffers: LayerBuffers, accepted_counts, *, tokens: int, slot_indices=None, token_counts=None,
+                  pad_slot_id: int = -1) -> None:
+    """Keeps the first ``accepted_counts[b]`` (int32 ``[batch]``) drafts of request b's last
+    verify step of ``tokens`` drafts, at all its heads or none (on the device: moves the
+    cursors; a bad count is reported through ``take_errors``)."""
+    arrays = {"cursors": buffers.cursors, "report": buffers.report, "accepted_counts": accepted_counts,
+              "slot_indices": slot_indices, "token_counts": token_counts}
+    run("commit_drafts", {"tokens": tokens, "pad_slot_id": pad_slot_id}, arrays)

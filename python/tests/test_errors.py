@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Bad input from Python gets a Python exception with the launcher's message (shape, dtype,
+stride, buffer size, slot, cursor, token and accepted counts), and nothing is stepped."""
+
+import numpy as np
+import pytest
+
+import replayssm as rs
+from reference import gdn_inputs, gdn_weights, mamba2_inputs, mamba2_weights
+from test_steps import GDN, MAMBA2
+
+POLICY = rs.replay_policy(8)
+
+
+@pytest.fixture
+def mamba2():
+    """A valid Mamba-2 decode step of 2 requests on slots [2, 0] of 3: its buffers and arguments."""
+    rng = np.random.default_rng(0)
+    buffers = rs.Mamba2Buffers(POLICY, MAMBA2, 3, "float32", draft_tokens=2)
+    args = {k: v.astype(np.float32) for k, v in {**mamba2_inputs(rng, 2, MAMBA2), **mamba2_weights(rng, MAMBA2)}.items()}
+    args["slot_indices"] = np.array([2, 0], np.int32)
+    args["out"] = np.zeros_like(args["x"])
+    return buffers, args
+
+
+def error(fn, *args, **kwargs):
+    with pytest.raises(ValueError) as e:
+        fn(*args, **kwargs)
+    return str(e.value)
+
+
+def test_valid_arguments_run(mamba2):
+    buffers, args = mamba2
+    rs.mamba2_decode(buffers, **args)
+    assert np.abs(args["out"]).max() > 0
+
+
+@pytest.mark.parametrize("name,value,message", [
+    ("x", np.zeros((2, 4, 10)), "mamba2: x: expected float32, float16 or bfloat16 activations, got float64"),
+    ("C", np.zeros((2, 2, 16), np.float32), "mamba2: C: expected shape [2, 2, 32] (batch * tokens, groups, state_dim), "
+                                           "got [2, 2, 16]"),
+    ("dt", np.zeros((2, 4), np.float16), "mamba2: dt: expected float32, got float16"),
+    ("A", np.zeros(3, np.float32), "mamba2: A: holds 3 elements, expected 4 (heads)"),
+    ("slot_indices", np.array([2, 0], np.int64), "mamba2: slot_indices: expected int32, got int64"),
+    ("slot_indices", np.array([2, 9], np.int32), "mamba2: slot_indices[1]=9 is outside [0, 3) and is not the pad id -1"),
+    ("slot_indices", np.array([2, 2], np.int32), "mamba2: slot_indices[0]=2 repeats slot_indices[1]: two requests of one step cannot share a state slot"),
+    ("out", np.zeros((2, 4, 10), np.float32)[::-1], "mamba2: y: batch stride=-40 is smaller than one request's extent"),
+])
+def test_bad_argument_names_it(mamba2, name, value, message):
+    buffers, args = mamba2
+    args[name] = value
+    cursors = buffers.cursors.copy()
+    assert message in error(rs.mamba2_decode, buffers, **args)
+    assert (buffers.cursors == cursors).all() and not args["out"].any(), "something was stepped"
+
+
+def test_inner_dimension_must_be_contiguous(mamba2):
+    buffers, args = mamba2
+    args["x"] = np.repeat(args["x"], 2, axis=2)[:, :, ::2]
+    assert "mamba2: x: its last dimension must be contiguous (stride 1), got stride 2" in \
+        error(rs.mamba2_decode, buffers, **args)
+
+
+def test_buffers_too_small_for_the_slots(mamba2):
+    buffers, args = mamba2
+    buffers.arrays["window_x"] = np.zeros((3, 8, 4, 9), np.float32)
+    assert "mamba2: window_x: holds 3456 bytes, replay W=8 shared=fp32 rounding=nearest-even with num_slots=3, " \
+           "window_entries=10 needs 4800" in error(rs.mamba2_decode, buffers, **args)
+
+
+def test_a_bad_cursor_is_named_and_nothing_is_stepped(mamba2):
+    buffers, args = mamba2
+    buffers.cursors[0, 1] = [99, 0, 0, 0]
+    message = error(rs.mamba2_decode, buffers, **args)
+    assert "request 1 (slot 0, head 1)" in message and "cursors[1] holds length=99" in message
+    assert "nothing was stepped" in message
+    assert not args["out"].any()
+
+
+def test_verify_needs_room_and_a_replay_policy(mamba2):
+    buffers, args = mamba2
+    rng = np.random.default_rng(1)
+    args.update({k: v.astype(np.float32) for k, v in mamba2_inputs(rng, 6, MAMBA2).items()})
+    args["out"] = np.zeros_like(args["x"])
+    assert "window_entries=10 is too short for a verify step: it needs window + tokens = 11" in \
+        error(rs.mamba2_verify, buffers, tokens=3, **args)
+    writeback = rs.Mamba2Buffers(rs.writeback_policy(), MAMBA2, 3, "float32")
+    assert "mamba2: the verify step needs a replay policy, not write-back state=fp32" in \
+        error(rs.mamba2_verify, writeback, tokens=3, **args)
+    assert "rows are not a whole number of requests of tokens=4" in error(rs.mamba2_verify, buffers, tokens=4, **args)
+
+
+def test_a_commit_beyond_the_verified_drafts_commits_nothing(mamba2):
+    buffers, args = mamba2
+    rng = np.random.default_rng(2)
+    args.update({k: v.astype(np.float32) for k, v in mamba2_inputs(rng, 4, MAMBA2).items()})
+    args["out"] = np.zeros_like(args["x"])
+    rs.mamba2_verify(buffers, tokens=2, **args)
+    cursors = buffers.cursors.copy()
+    message = error(rs.commit_drafts, buffers, np.array([1, 3], np.int32), tokens=2,
+                    slot_indices=args["slot_indices"])
+    assert "commit: accepted_counts[1]=3 is outside [0, 2]" in message
+    assert (buffers.cursors == cursors).all()
+
+
+def test_gdn_arguments_are_checked():
+    rng = np.random.default_rng(3)
+    buffers = rs.GDNBuffers(rs.replay_policy(16, "fp16", "fp32", gdn_window="raw_inputs"), GDN, 2, "float32")
+    args = {k: v.astype(np.float32) for k, v in {**gdn_inputs(rng, 2, GDN), **gdn_weights(rng, GDN)}.items()}
+    rs.gdn_decode(buffers, **args)
+    args["k"] = args["k"][:, :1]
+    assert "gated_deltanet: k: expected shape [2, 2, 32] (batch * tokens, key_heads, key_dim), got [2, 1, 32]" in \
+        error(rs.gdn_decode, buffers, **args)
+    shared = rs.replay_policy(8, gdn_window="raw_inputs")
+    assert "the raw_inputs window mode needs a separate read copy" in \
+        error(rs.GDNBuffers, shared, GDN, 2, "float32")
+
+
+def test_wrong_objects_are_type_errors(mamba2):
+    buffers, args = mamba2
+    with pytest.raises(TypeError, match="expected GDNBuffers, got Mamba2Buffers"):
+        rs.gdn_decode(buffers, *[args[k] for k in ("x", "x", "x", "dt", "dt", "A")])
+    with pytest.raises(TypeError, match="mamba2: x must be an array"):
+        rs.mamba2_decode(buffers, **{**args, "x": "not an array"})
+    with pytest.raises(TypeError, match="mamba2: unknown argument 'bogus'"):
+        rs._native.mamba2_step("decode", POLICY.index, 0, bogus=np.zeros(1))
+
+
+def test_state_io_checks_shapes():
+    buffers = rs.Mamba2Buffers(POLICY, MAMBA2, 2, "float32")
+    with pytest.raises(ValueError, match=r"values have shape \[4, 10, 16\], expected \[4, 10, 32\]"):
+        buffers.write_state(0, np.zeros((4, 10, 16)))
+    with pytest.raises(ValueError, match="NumPy has no bfloat16"):
+        rs.Mamba2Buffers(POLICY, MAMBA2, 2, "bfloat16")

@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Decode steps of both recurrences on the CPU (NumPy) against the float64 reference: many
+windows of fresh random inputs, slots out of order, a padded request, staggered flushes."""
+
+import numpy as np
+import pytest
+
+import replayssm as rs
+from harness import Layer
+
+MAMBA2 = rs.Mamba2Shape(heads=4, head_dim=10, state_dim=32, groups=2)  # head_dim not a power of two
+GDN = rs.GDNShape(value_heads=4, key_heads=2, key_dim=32, value_dim=16)
+SHAPES = {"mamba2": MAMBA2, "gated_deltanet": GDN}
+
+# Policies and the largest relative output error each may reach over the run: fp32 states
+# agree to float rounding; narrower read copies and states carry their formats' error.
+POLICIES = [
+    (rs.writeback_policy("fp32"), 1e-5),
+    (rs.replay_policy(8), 1e-5),
+    (rs.replay_policy(16), 1e-5),
+    (rs.replay_policy(16, "fp16", rounding="stochastic"), 5e-3),
+    (rs.replay_policy(16, "fp16", "fp32"), 3e-3),
+    (rs.replay_policy(16, "fp8_e4m3", "fp16", "stochastic"), 0.15),
+    (rs.replay_policy(16, "nvfp4", "fp16", "stochastic"), 0.5),
+    (rs.replay_policy(16, "nvfp4", "fp16", "stochastic", gdn_window="raw_inputs"), 0.5),
+]
+# Half-precision activations add their rounding (outputs are rounded to fp16).
+ACTIVATION_ERROR = {"float32": 0.0, "float16": 2e-3}
+
+
+@pytest.mark.parametrize("recurrence", SHAPES)
+@pytest.mark.parametrize("policy,tolerance", POLICIES, ids=[str(p) + "/" + p.gdn_window for p, _ in POLICIES])
+@pytest.mark.parametrize("dtype", ACTIVATION_ERROR)
+def test_decode_matches_reference(recurrence, policy, tolerance, dtype):
+    if recurrence == "mamba2" and policy.raw_inputs:
+        pytest.skip("the window mode is Gated DeltaNet's")
+    rng = np.random.default_rng(2026)
+    layer = Layer(recurrence, policy, SHAPES[recurrence], num_slots=6, dtype=dtype, rng=rng)
+    if not policy.is_writeback:
+        layer.buffers.flush_phase[:] = rng.integers(0, policy.window, 6)  # staggered flushes
+    # 3.5 windows of the longest policy: every request flushes several times, at its own step.
+    errors = [layer.decode([4, -1, 0, 2]) for _ in range(56)]
+    assert max(errors) <= tolerance + ACTIVATION_ERROR[dtype], f"errors {errors}"
+    if policy.is_writeback:  # the state itself is current: it equals the reference's
+        for slot in (4, 0, 2, 1):
+            want = np.asarray(layer.states[slot])
+            assert np.abs(layer.buffers.read_state(slot) - want).max() <= 1e-5 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("recurrence", SHAPES)
+def test_request_order_and_batch_size_vary_between_steps(recurrence):
+    rng = np.random.default_rng(3)
+    layer = Layer(recurrence, rs.replay_policy(8), SHAPES[recurrence], num_slots=5, dtype="float32", rng=rng)
+    for step in range(30):
+        slots = list(rng.permutation(5)[: 1 + step % 5])
+        assert layer.decode(slots) <= 1e-5
+
+
+def test_pad_slot_id_may_be_any_id_outside_the_slots():
+    layer = Layer("mamba2", rs.replay_policy(8), MAMBA2, num_slots=3, dtype="float32", rng=np.random.default_rng(4))
+    for _ in range(12):
+        assert layer.decode([2, 99, 0], pad_slot_id=99) <= 1e-5
