@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(
 /// write-back step flushes every request, each warp checking the whole request itself while
 /// its stream fills (a planner launch would add its latency to every write-back step).
 template <class Policy, class Act, warp::copy_engine Engine, bool Flush>
-__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks)
+__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<Flush && !Policy::is_writeback>)
     mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   extern __shared__ float4 warp_storage[];
   const int32_t b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;

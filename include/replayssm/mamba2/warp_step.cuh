@@ -3,9 +3,10 @@
 /// A Mamba-2 decode step of one head (or of a range of its rows) run by one warp, the
 /// structure that keeps the state stream at the memory's rate (docs/kernels.md): the state
 /// streams through the warp's ring (warp/state_stream.cuh), started before any other load;
-/// the window's entries and the token's rows are copied asynchronously into the warp's
-/// shared memory meanwhile; the window term comes after the stream. No block barrier: every
-/// warp is independent.
+/// meanwhile the entries' x rows are copied asynchronously into the warp's shared memory and
+/// the keys B_j come into registers (a read step reduces them to their dots with C at once,
+/// a flush keeps its columns of them); the window term comes after the stream. No block
+/// barrier: every warp is independent.
 ///
 /// Two steps, each a launch of its own in the ready-made kernels (mamba2/cuda.cuh):
 ///  - read (`mamba2_warp_read`): a window that does not fill; y from the read copy and the
@@ -51,6 +52,7 @@ template <class Policy>
 struct mamba2_warp_config {
   using read_format = typename Policy::read_format;
   using checkpoint_format = typename Policy::checkpoint_format;
+  static constexpr int window = Policy::window;
   /// A read stage holds 4 KB of stored data whatever the format, so that a warp has as many
   /// bytes in flight in every format.
   static constexpr int read_stage = 4096 / read_format::data_bytes_per_chunk * read_format::chunk_elems;
@@ -61,6 +63,9 @@ struct mamba2_warp_config {
   static constexpr int flush_unit = Policy::shared_state || checkpoint_format::chunk_elems >= read_format::chunk_elems
                                         ? checkpoint_format::chunk_elems
                                         : read_format::chunk_elems;
+  /// Whether a flush lane keeps the window's keys B_j of its unit's columns in registers
+  /// (64 floats at most), rather than reading them from the warp's shared memory per stage.
+  static constexpr bool keys_in_registers = window * flush_unit <= 64;
   /// Stages in each warp's ring.
   static constexpr int stages = 3;
   using read_lanes = unit_lanes<read_stage, read_unit>;
@@ -92,17 +97,20 @@ struct mamba2_warp_config {
 };
 
 /// One warp's shared memory for a step (bytes, 16-byte aligned regions): the stream's ring,
-/// then the window entries and the token's rows as stored (activations), then floats.
+/// then the x rows of the entries and the token's z as stored (activations), the window's
+/// keys where a flush does not hold them in registers, then floats.
 template <class Policy, class Act, bool Flush>
 struct mamba2_warp_layout {
   static constexpr int window = Policy::window;
   using config = mamba2_warp_config<Policy>;
+  /// Whether the window's B rows are staged here (a flush whose keys exceed its registers).
+  static constexpr bool stages_keys = Flush && !config::keys_in_registers;
   static constexpr uint32_t stream_bytes =
       Flush ? sizeof(typename config::template flush_stream<copy_engine::bulk>::TempStorage)
             : sizeof(typename config::template read_stream<copy_engine::bulk>::TempStorage);
   uint32_t x_pitch, B_pitch;  ///< bytes per stored row of x and of B
   uint32_t padded_rows;       ///< head rows rounded up to whole stages
-  uint32_t x, B, C, z;        ///< stored rows: x and B of every entry, the token's C and z
+  uint32_t x, z, B;           ///< stored rows: x of every entry, the token's z, B of every entry
   uint32_t window_dt, dt, log_decay, coef, row_sum, weighted_x, bytes;
 
   static constexpr uint32_t align16(uint32_t n) { return (n + 15u) / 16u * 16u; }
@@ -119,9 +127,8 @@ struct mamba2_warp_layout {
       return start;
     };
     l.x = take(window * l.x_pitch);
-    l.B = take(window * l.B_pitch);
-    l.C = take(l.B_pitch);
     l.z = take(l.x_pitch);
+    l.B = take(stages_keys ? window * l.B_pitch : 0);
     l.window_dt = take(window * 4);
     l.dt = take(window * 4);
     l.log_decay = take(window * 4);
@@ -163,59 +170,81 @@ struct warp_window {
   mamba2_warp_layout<Policy, Act, Flush> l;
   __device__ const Act* x(int32_t j) const { return reinterpret_cast<const Act*>(base + l.x + j * l.x_pitch); }
   __device__ const Act* B(int32_t j) const { return reinterpret_cast<const Act*>(base + l.B + j * l.B_pitch); }
-  __device__ const Act* C() const { return reinterpret_cast<const Act*>(base + l.C); }
   __device__ const Act* z() const { return reinterpret_cast<const Act*>(base + l.z); }
   __device__ float* floats(uint32_t offset) const { return reinterpret_cast<float*>(base + offset); }
 };
 
-/// `U` consecutive activations in shared memory at `from` (aligned to their size, up to 16
-/// bytes) as floats.
+// Where entry j of a step lies (x, B, step size): the head step's own definition.
+using replayssm::detail::entry_rows;
+
+/// `U` consecutive activations at `from` as floats.
 template <int U, class Act>
 __device__ void load_activations(const Act* from, float (&out)[U]) {
-  alignas(16) Act v[U];
-  replayssm::detail::copy_chunk_bytes<U * sizeof(Act)>(reinterpret_cast<uint8_t*>(v),
-                                                       reinterpret_cast<const uint8_t*>(from));
 #pragma unroll
-  for (int e = 0; e < U; ++e) out[e] = to_float(v[e]);
-}
-
-/// The lane's slice of the token's C: the `U` columns of its unit, as floats.
-template <int U, class Lanes, class Act>
-__device__ void load_query_slice(const Act* C, const Lanes& lanes, float (&c)[U]) {
-#pragma unroll
-  for (int e = 0; e < U; ++e) c[e] = to_float(C[lanes.column() + e]);
+  for (int e = 0; e < U; ++e) out[e] = to_float(from[e]);
 }
 
 /// Sums each row's partial dot products over its lanes and stores the rows below `end`:
 /// the lane's i-th row is row `first_row + i` of the head.
 template <class Lanes, int I>
 __device__ void store_row_sums(const Lanes& lanes, float (&part)[I], int32_t first_row, int32_t end, float* row_sum) {
-  lanes.row_sums(part);
-  if (!lanes.row_leader()) return;
+  const auto share = lanes.row_sums(part);
+  if (!share.owner) return;
 #pragma unroll
-  for (int i = 0; i < I; ++i)
-    if (first_row + i < end) row_sum[first_row + i] = part[i];
+  for (int i = 0; i < I; ++i) {
+    const int32_t row = first_row + share.first + i;
+    if (i < share.count && row < end) row_sum[row] = part[i];
+  }
 }
 
-/// Issues the asynchronous copies of the step's rows into the warp's shared memory: x and B
-/// of every entry the step sees (the window's, then the token's), C and z of the token, and
-/// the window's step sizes. Every lane calls it; `lanes_wait<0>` and a `__syncwarp` precede
-/// their use.
+/// Issues the asynchronous copies of the step's rows into the warp's shared memory: x of
+/// every entry the step sees (the window's, then the token's), B of every entry where the
+/// layout stages keys, the token's z, and the window's step sizes. Every lane calls it;
+/// `lanes_wait<0>` and a `__syncwarp` precede their use.
 template <class Policy, class Act, bool Flush>
-__device__ void copy_window(const warp_window<Policy, Act, Flush>& w, const mamba2_head_inputs<Act>& in,
-                            const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, const step_plan& plan,
-                            int lane) {
+__device__ void copy_window(const warp_window<Policy, Act, Flush>& w, const entry_rows<Policy, Act>& entry,
+                            mamba2_layer_shape s, int lane) {
+  const step_plan& plan = entry.plan;
   const int32_t L = plan.length, P = s.head_dim, N = s.state_dim;
   for (int32_t j = 0; j <= L; ++j) {
-    const Act* x = j < L ? st.window_x + plan.ring_slot(j) * st.window_x_stride : in.x.at(0);
-    const Act* B = j < L ? st.window_B + plan.ring_slot(j) * st.window_B_stride : in.B.at(0);
-    lanes_copy(w.base + w.l.x + j * w.l.x_pitch, x, uint32_t(P) * sizeof(Act), lane);
-    lanes_copy(w.base + w.l.B + j * w.l.B_pitch, B, uint32_t(N) * sizeof(Act), lane);
+    lanes_copy(w.base + w.l.x + j * w.l.x_pitch, entry.x(j), uint32_t(P) * sizeof(Act), lane);
+    if constexpr (decltype(w.l)::stages_keys)
+      lanes_copy(w.base + w.l.B + j * w.l.B_pitch, entry.B(j), uint32_t(N) * sizeof(Act), lane);
   }
-  lanes_copy(w.base + w.l.C, in.C.at(0), uint32_t(N) * sizeof(Act), lane);
-  if (in.z.data != nullptr) lanes_copy(w.base + w.l.z, in.z.at(0), uint32_t(P) * sizeof(Act), lane);
-  for (int32_t j = lane; j < L; j += 32) w.floats(w.l.window_dt)[j] = st.window_dt[plan.ring_slot(j) * st.window_dt_stride];
+  if constexpr (decltype(w.l)::stages_keys) {  // keys 0 past the window (the flush's padding)
+    Act* past = reinterpret_cast<Act*>(w.base + w.l.B + (L + 1) * w.l.B_pitch);
+    for (int32_t n = lane; n < (Policy::window - 1 - L) * int32_t(w.l.B_pitch / sizeof(Act)); n += 32)
+      past[n] = from_float<Act>(0.0f);
+  }
+  if (entry.in.z.data != nullptr) lanes_copy(w.base + w.l.z, entry.in.z.at(0), uint32_t(P) * sizeof(Act), lane);
+  for (int32_t j = lane; j < L; j += 32)
+    w.floats(w.l.window_dt)[j] = entry.st.window_dt[plan.ring_slot(j) * entry.st.window_dt_stride];
   lanes_commit();
+}
+
+/// The dots B_j . C of the first `seen` entries, read from global memory and summed over the
+/// warp, so that every lane holds all of them: each lane takes 4 consecutive columns of
+/// every 128. Issued before the stream is consumed, the loads wait beside its first stage.
+template <int W, class Policy, class Act>
+__device__ void key_dots(const entry_rows<Policy, Act>& entry, int32_t N, int32_t seen, int lane, float (&dot)[W]) {
+#pragma unroll
+  for (int j = 0; j < W; ++j) dot[j] = 0.0f;
+  for (int32_t n = lane * 4; n < N; n += 128) {
+    float c[4];
+    load_activations<4>(entry.in.C.at(0) + n, c);
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      if (j >= seen) break;
+      float b[4];
+      load_activations<4>(entry.B(j) + n, b);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dot[j] = math::fma(b[e], c[e], dot[j]);
+    }
+  }
+#pragma unroll
+  for (int offset = 16; offset >= 1; offset /= 2)
+#pragma unroll
+    for (int j = 0; j < W; ++j) dot[j] += __shfl_xor_sync(0xffffffffu, dot[j], offset);
 }
 
 /// Waits for `copy_window`, then forms the step sizes, log decays and coefficients of the
@@ -244,37 +273,11 @@ __device__ float window_coefficients(const warp_window<Policy, Act, Flush>& w, c
 }
 
 /// Writes y of rows `rows` from the state term in `row_sum` (times `decay`) and the window
-/// term sum_j w_j x_j, w_j = coef_j (B_j . C), over the first `seen` entries.
-template <class Policy, class Act, bool Flush>
+/// term sum_j weight_j x_j over the first `seen` entries.
+template <int W, class Policy, class Act, bool Flush>
 __device__ void write_outputs(const warp_window<Policy, Act, Flush>& w, const mamba2_head_inputs<Act>& in,
-                              mamba2_layer_shape s, const step_plan& plan, row_range rows, float decay, int32_t seen,
-                              int lane) {
-  constexpr int W = Policy::window;
-  const int32_t N = s.state_dim, L = plan.length;
-  // Each lane takes 4 consecutive columns of every 128, read as vectors.
-  float weight[W];
-#pragma unroll
-  for (int j = 0; j < W; ++j) weight[j] = 0.0f;
-  for (int32_t n = lane * 4; n < N; n += 128) {
-    float c[4];
-    load_activations<4>(w.C() + n, c);
-#pragma unroll
-    for (int j = 0; j < W; ++j) {
-      if (j >= seen) break;
-      float b[4];
-      load_activations<4>(w.B(j) + n, b);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) weight[j] = math::fma(b[e], c[e], weight[j]);
-    }
-  }
-  if (seen > 0) {
-#pragma unroll
-    for (int offset = 16; offset >= 1; offset /= 2)
-#pragma unroll
-      for (int j = 0; j < W; ++j) weight[j] += __shfl_xor_sync(0xffffffffu, weight[j], offset);
-  }
-#pragma unroll
-  for (int j = 0; j < W; ++j) weight[j] *= j < seen ? w.floats(w.l.coef)[j] : 0.0f;
+                              const step_plan& plan, row_range rows, float decay, const float (&weight)[W],
+                              int32_t seen, int lane) {
   const bool gated = in.z.data != nullptr;
   const float* row_sum = w.floats(w.l.row_sum);
   for (int32_t p = rows.first + lane; p < rows.first + rows.count; p += 32) {
@@ -284,9 +287,54 @@ __device__ void write_outputs(const warp_window<Policy, Act, Flush>& w, const ma
       if (j < seen) window_term = math::fma(weight[j], to_float(w.x(j)[p]), window_term);
     const float z = gated ? to_float(w.z()[p]) : 0.0f;
     in.y.at(0)[p] = from_float<Act>(
-        mamba2::output(math::mul(decay, row_sum[p]), window_term, in.D, to_float(w.x(L)[p]), z, gated));
+        mamba2::output(math::mul(decay, row_sum[p]), window_term, in.D, to_float(w.x(plan.length)[p]), z, gated));
   }
 }
+
+/// A flush lane's keys B_j (j < window) of its unit's `U` columns: held in registers
+/// (`InRegisters`, loaded from global memory once) or read per use from the rows the
+/// layout stages in shared memory.
+template <int W, int U, class Act, bool InRegisters>
+struct flush_keys;
+
+template <int W, int U, class Act>
+struct flush_keys<W, U, Act, true> {
+  float b[W][U];
+  template <class Policy, bool Flush>
+  __device__ flush_keys(const entry_rows<Policy, Act>& entry, const warp_window<Policy, Act, Flush>&, int32_t column) {
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      if (j <= entry.plan.length) {
+        load_activations<U>(entry.B(j) + column, b[j]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < U; ++e) b[j][e] = 0.0f;
+      }
+    }
+  }
+  __device__ void load(int j, float (&out)[U]) const {
+#pragma unroll
+    for (int e = 0; e < U; ++e) out[e] = b[j][e];
+  }
+};
+
+template <int W, int U, class Act>
+struct flush_keys<W, U, Act, false> {
+  const uint8_t* first;  ///< the lane's columns of the first staged row
+  uint32_t pitch;
+  template <class Policy, bool Flush>
+  __device__ flush_keys(const entry_rows<Policy, Act>&, const warp_window<Policy, Act, Flush>& w, int32_t column)
+      : first(reinterpret_cast<const uint8_t*>(w.B(0) + column)), pitch(w.l.B_pitch) {}
+  __device__ void load(int j, float (&out)[U]) const {
+    load_activations<U>(reinterpret_cast<const Act*>(first + j * pitch), out);
+  }
+};
+
+/// A stage's share of one flush lane in registers: its `I` rows of `U` elements.
+template <int I, int U>
+struct state_tile {
+  float v[I][U];
+};
 
 }  // namespace detail
 
@@ -302,13 +350,16 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   using config = mamba2_warp_config<Policy>;
   using format = typename config::read_format;
   using lanes_t = typename config::read_lanes;
-  constexpr int U = config::read_unit;
-  const int32_t N = s.state_dim, end = rows.first + rows.count;
+  constexpr int U = config::read_unit, W = Policy::window;
+  const int32_t N = s.state_dim, end = rows.first + rows.count, L = plan.length, seen = L + 1;
   const detail::warp_window<Policy, Act, false> w{smem, mamba2_warp_layout<Policy, Act, false>::make(s)};
-  detail::copy_window(w, in, st, s, plan, lane);
+  const detail::entry_rows<Policy, Act> entry{in, st, plan};
+  detail::copy_window(w, entry, s, lane);
   const lanes_t lanes(N, lane);
   float c[U];
-  detail::load_query_slice(in.C.at(0), lanes, c);
+  detail::load_activations<U>(in.C.at(0) + lanes.column(), c);
+  float weight[W];
+  detail::key_dots(entry, N, seen, lane, weight);
 
   const int32_t stage_rows = config::template stage_rows<false>(N);
   stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
@@ -327,15 +378,17 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   });
 
   const float decay = detail::window_coefficients(w, in, plan, lane);
-  detail::write_outputs(w, in, s, plan, rows, decay, plan.length + 1, lane);
+#pragma unroll
+  for (int j = 0; j < W; ++j) weight[j] *= j < seen ? w.floats(w.l.coef)[j] : 0.0f;
+  detail::write_outputs(w, in, plan, rows, decay, weight, seen, lane);
 
-  const int32_t L = plan.length, ring = plan.ring_slot(L);
+  const int32_t ring = plan.ring_slot(L);
   Act* x = st.window_x + ring * st.window_x_stride;
   for (int32_t p = rows.first + lane; p < end; p += 32) x[p] = w.x(L)[p];
   if (rows.first == 0) {
     if (st.appends_key) {
       Act* B = st.window_B + ring * st.window_B_stride;
-      for (int32_t n = lane; n < N; n += 32) B[n] = w.B(L)[n];
+      for (int32_t n = lane; n < N; n += 32) B[n] = in.B.at(0)[n];
     }
     if (lane == 0) st.window_dt[ring * st.window_dt_stride] = w.floats(w.l.dt)[L];
   }
@@ -355,33 +408,39 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
   using read_format = typename config::read_format;
   using lanes_t = typename config::flush_lanes;
   constexpr int U = config::flush_unit, Kc = ckpt_format::chunk_elems, Kr = read_format::chunk_elems;
-  constexpr int I = lanes_t::rows;
+  constexpr int I = lanes_t::rows, W = Policy::window;
   const int32_t P = s.head_dim, N = s.state_dim, F = plan.length + 1, end = rows.first + rows.count;
   const detail::warp_window<Policy, Act, true> w{smem, mamba2_warp_layout<Policy, Act, true>::make(s)};
-  detail::copy_window(w, in, st, s, plan, lane);
+  const detail::entry_rows<Policy, Act> entry{in, st, plan};
+  detail::copy_window(w, entry, s, lane);
   const lanes_t lanes(N, lane);
+  const int32_t column = lanes.column();
   float c[U];
-  detail::load_query_slice(in.C.at(0), lanes, c);
+  detail::load_activations<U>(in.C.at(0) + column, c);
+  const detail::flush_keys<W, U, Act, config::keys_in_registers> keys(entry, w, column);
 
   // The coefficients and the weighted x_j must be ready before the first stage folds; rows
-  // past the head are zeros, so that every lane folds whole runs of rows.
+  // past the head are zeros, so that every lane folds whole runs of rows. Every stage folds
+  // all W entries without a branch, so that the loads of the next entries issue early: an
+  // entry past the window's end (a first window shortened by its phase) has weighted x -0
+  // and keys 0, and s + (-0) * 0 = s for every s, +-0 included, as if it were not folded.
   const float total = detail::window_coefficients(w, in, plan, lane);
   const int32_t Pp = int32_t(w.l.padded_rows);
   float* weighted_x = w.floats(w.l.weighted_x);
-  for (int32_t j = 0; j < F; ++j) {
-    const float coef = w.floats(w.l.coef)[j];
+  for (int32_t j = 0; j < W; ++j) {
+    const float coef = j < F ? w.floats(w.l.coef)[j] : 0.0f;
     for (int32_t p = lane; p < Pp; p += 32)
-      weighted_x[j * Pp + p] = p < P ? weighted_value(coef, to_float(w.x(j)[p])) : 0.0f;
+      weighted_x[j * Pp + p] = j >= F ? -0.0f : p < P ? weighted_value(coef, to_float(w.x(j)[p])) : 0.0f;
   }
   __syncwarp();
 
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
-  const int32_t stage_rows = config::template stage_rows<true>(N), column = lanes.column();
-  const Act* B0 = w.B(0) + column;
-  stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
-    const int32_t row0 = rows.first + stage * stage_rows + lanes.row(0);  // the lane's first row; its I rows follow
-    float state[I][U];
+  const int32_t stage_rows = config::template stage_rows<true>(N);
+  // Each stage is copied to registers (decayed) and released before the window folds in, so
+  // that the next copy is in flight during the fold (KERNELS.md's flush).
+  auto decayed_stage = [&](int, const uint8_t* data, const uint8_t* scales, int32_t) {
+    detail::state_tile<I, U> t;
 #pragma unroll
     for (int i = 0; i < I; ++i) {
       const int u = lanes.unit_index(i);
@@ -392,19 +451,22 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
         ckpt_format::decode(data + chunk * ckpt_format::data_bytes_per_chunk,
                             scales + chunk * ckpt_format::scale_bytes_per_chunk, v);
 #pragma unroll
-        for (int e = 0; e < Kc; ++e) state[i][q * Kc + e] = decayed_checkpoint(total, v[e]);
+        for (int e = 0; e < Kc; ++e) t.v[i][q * Kc + e] = decayed_checkpoint(total, v[e]);
       }
     }
-    // Unrolled by two: the next entry's loads are issued before this one's FMAs wait.
-#pragma unroll 2
-    for (int32_t j = 0; j < F; ++j) {
+    return t;
+  };
+  auto fold_and_store = [&](int stage, detail::state_tile<I, U>& t) {
+    const int32_t row0 = rows.first + stage * stage_rows + lanes.row(0);  // the lane's first row; its I rows follow
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
       float b[U], x[I];
-      detail::load_activations<U>(reinterpret_cast<const Act*>(reinterpret_cast<const uint8_t*>(B0) + j * w.l.B_pitch), b);
+      keys.load(j, b);
       load_scratch(weighted_x + j * Pp + row0, x);
 #pragma unroll
       for (int i = 0; i < I; ++i)
 #pragma unroll
-        for (int e = 0; e < U; ++e) state[i][e] = fold_entry(state[i][e], x[i], b[e]);
+        for (int e = 0; e < U; ++e) t.v[i][e] = fold_entry(t.v[i][e], x[i], b[e]);
     }
     float part[I];
 #pragma unroll
@@ -416,7 +478,7 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
       for (int q = 0; q < U / Kc; ++q) {
         float v[Kc];
 #pragma unroll
-        for (int e = 0; e < Kc; ++e) v[e] = state[i][q * Kc + e];
+        for (int e = 0; e < Kc; ++e) v[e] = t.v[i][q * Kc + e];
         st.checkpoint.template store<typename Policy::rounding>(element / Kc + q, v, key);
       }
       if constexpr (!Policy::shared_state) {
@@ -425,17 +487,19 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
         for (int q = 0; q < U / Kr; ++q) {
           float v[Kr];
 #pragma unroll
-          for (int e = 0; e < Kr; ++e) v[e] = state[i][q * Kr + e];
+          for (int e = 0; e < Kr; ++e) v[e] = t.v[i][q * Kr + e];
           st.read_copy.template store<round_nearest_even>(element / Kr + q, v, key);
         }
       }
 #pragma unroll
-      for (int e = 0; e < U; ++e) part[i] = math::fma(state[i][e], c[e], part[i]);
+      for (int e = 0; e < U; ++e) part[i] = math::fma(t.v[i][e], c[e], part[i]);
     }
     detail::store_row_sums(lanes, part, row0, end, w.floats(w.l.row_sum));
-  });
+  };
+  stream.for_each_stage(decayed_stage, fold_and_store);
   __syncwarp();
-  detail::write_outputs(w, in, s, plan, rows, 1.0f, 0, lane);
+  const float no_weights[1] = {0.0f};
+  detail::write_outputs(w, in, plan, rows, 1.0f, no_weights, 0, lane);
 }
 
 }  // namespace warp

@@ -51,16 +51,44 @@ struct unit_lanes {
   __device__ int unit_index(int i) const { return row(i) * units_per_row + first_unit; }
   /// First element within a row of the lane's unit.
   __device__ int column() const { return first_unit * Unit; }
-  /// Sums `v` over the lanes of each row (every lane of the row receives the sum).
+  /// Sums the lane's partial sums `v` of its rows over the lanes of each row, spread over
+  /// those lanes (a reduce-scatter: a row of 32 lanes and 8 rows per lane take 9 shuffles,
+  /// where every lane summing every row takes 40). Returns which of its rows the lane now
+  /// holds in `v[0 .. count)`.
+  struct row_share {
+    int first, count;  ///< the lane's rows first .. first + count - 1 (of its `rows`)
+    bool owner;        ///< one lane per row share: the one that writes it
+  };
   template <int N>
-  __device__ void row_sums(float (&v)[N]) const {
-    for (int offset = units_per_row / 2; offset >= 1; offset /= 2) {
+  __device__ row_share row_sums(float (&v)[N]) const {
+    row_share share{0, N, true};
+    int offset = units_per_row / 2;
+    // Halving: the lane with the offset's bit set keeps the upper half of the rows, its
+    // partner the lower half, each adding what the other sends.
 #pragma unroll
-      for (int i = 0; i < N; ++i) v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
+    for (int count = N; count % 2 == 0; count /= 2) {
+      if (offset < 1) break;
+      const bool upper = (first_unit & offset) != 0;
+#pragma unroll
+      for (int i = 0; i < count / 2; ++i) {
+        const float send = upper ? v[i] : v[i + count / 2];
+        const float keep = upper ? v[i + count / 2] : v[i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
+      }
+      share.first += upper ? count / 2 : 0;
+      share.count = count / 2;
+      offset /= 2;
     }
+    // Rows left whole on a lane (an odd count, or fewer rows than lanes): lanes that differ
+    // in the remaining bits hold the same sums; the one with those bits clear writes them.
+    share.owner = offset < 1 || (first_unit & (2 * offset - 1)) == 0;
+    for (; offset >= 1; offset /= 2) {
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+        if (i < share.count) v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
+    }
+    return share;
   }
-  /// True on the one lane per row that writes its sums.
-  __device__ bool row_leader() const { return first_unit == 0; }
 };
 
 /// A warp's ring of `Stages` stages of `StageElems` elements of a head's state in `Format`.
@@ -116,13 +144,28 @@ class state_stream {
   /// refills it after the call. Every lane calls it.
   template <class Consume>
   __device__ void for_each_stage(Consume&& consume) {
+    for_each_stage(
+        [&](int stage, const uint8_t* data, const uint8_t* scales, int32_t first) {
+          consume(stage, data, scales, first);
+          return 0;
+        },
+        [](int, int) {});
+  }
+
+  /// For every stage in order: `load(stage, data, scales, first_element)` copies what it
+  /// needs out of the stage, the stage is refilled at once, then `use(stage, loaded)` works
+  /// on what `load` returned. A step with long work per stage (a flush) keeps the next copy
+  /// in flight while it works this way. Every lane calls it.
+  template <class Load, class Use>
+  __device__ void for_each_stage(Load&& load, Use&& use) {
     for (int stage = 0; stage < stages_; ++stage) {
       const int slot = stage % Stages;
       wait(slot, uint32_t(stage / Stages) & 1u);
-      consume(stage, static_cast<const uint8_t*>(s_.data[slot]), static_cast<const uint8_t*>(s_.scales[slot]),
-              first_ + stage * StageElems);
+      auto loaded = load(stage, static_cast<const uint8_t*>(s_.data[slot]), static_cast<const uint8_t*>(s_.scales[slot]),
+                         first_ + stage * StageElems);
       __syncwarp();
       fill(slot, stage + Stages);
+      use(stage, loaded);
     }
   }
 
