@@ -100,8 +100,9 @@ class LayerBuffers:
                  draft_tokens: int = 0, seed: int = 0, max_batch: int | None = None, checkpoint=None):
         self.policy, self.shape, self.num_slots, self.dtype, self.seed = policy, shape, num_slots, dtype, seed
         self.policy_index = policy.index  # looked up once: steps traced by torch.compile reuse it
+        self.draft_tokens = 0 if policy.is_writeback else draft_tokens
         self.window_entries = 0 if policy.is_writeback else policy.window + draft_tokens
-        sizes = self._sizes(num_slots, max(self.window_entries - policy.window, 0))
+        sizes = self._sizes(num_slots, self.draft_tokens)
         alloc = _Allocator(device)
         heads, rows, cols = self._head_shape
         arrays = {}
@@ -159,10 +160,10 @@ class LayerBuffers:
         _native.read_state(self.recurrence, self.policy_index, values, *(s[0] for s in staged))
         return values
 
-    def take_errors(self, stream: int = 0) -> None:
+    def take_errors(self, stream: int | None = None) -> None:
         """Raises what the last CUDA steps found wrong (a bad slot or cursor: the request was
-        skipped) and clears it; synchronizes ``stream``. Nothing on the CPU, whose steps raise
-        at once. Not inside a CUDA graph capture."""
+        skipped) and clears it; synchronizes ``stream`` (default: torch's current stream).
+        Nothing on the CPU, whose steps raise at once. Not inside a CUDA graph capture."""
         if self.report is not None:
             _native.take_step_errors(self.report, stream)
 

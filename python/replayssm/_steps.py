@@ -35,25 +35,20 @@ WRITTEN = {
 
 
 def run(op: str, scalars: dict, arrays: dict) -> None:
-    """Runs ``op`` (a key of SCALARS) on NumPy arrays directly, or on PyTorch tensors
-    through its torch op."""
-    names = READ[op] + WRITTEN[op]
-    if any(is_torch(arrays.get(n)) for n in names):
+    """Runs ``op`` (a key of SCALARS) on NumPy arrays, or on PyTorch tensors (by its first
+    array, x, q or accepted_counts) through ``_torch_ops``."""
+    if is_torch(arrays[READ[op][0]]):
         from . import _torch_ops
 
         _torch_ops.call(op, scalars, arrays)
     else:
-        native(op, scalars, {n: a for n, a in arrays.items() if a is not None}, 0)
+        native(op, scalars, arrays)
 
 
-def native(op: str, scalars: dict, arrays: dict, stream: int) -> None:
-    """The native call of ``op``: ValueError with the launcher's message on bad input."""
-    if op == "commit_drafts":
-        _native.commit_drafts(stream, **scalars, **arrays)
-    else:
-        fn = _native.mamba2_step if op == "mamba2_step" else _native.gdn_step
-        fn(scalars["kind"], scalars["policy"], stream, **{k: v for k, v in scalars.items()
-                                                          if k not in ("kind", "policy")}, **arrays)
+def native(op: str, scalars: dict, arrays: dict) -> None:
+    """The native call of ``op`` on the current stream of the arrays' framework:
+    ValueError with the launcher's message on bad input."""
+    getattr(_native, op)(**scalars, **arrays)
 
 
 def _empty_like(a):

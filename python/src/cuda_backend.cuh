@@ -13,7 +13,7 @@
 namespace replayssm_python {
 
 struct cuda_backend {
-  using activations = type_list<__nv_bfloat16, __half, float>;
+  using activations = type_list<__nv_bfloat16>;
   template <class Policy, class Params>
   static rs::status decode(const Params& p, uintptr_t stream) {
     if constexpr (Policy::is_writeback)

@@ -8,8 +8,10 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "policies.hpp"
@@ -48,6 +50,35 @@ element element_of(nb::dlpack::dtype t) {
   return element::other;
 }
 
+/// The DLPack C exchange API (DLPack 1.3) that a type publishes as a capsule named
+/// `dlpack_exchange_api` in `__dlpack_c_exchange_api__` (PyTorch tensors do): it describes an
+/// object's tensor from C, with no Python call and no allocation (`__dlpack__` costs a
+/// PyTorch tensor about ten microseconds). Only the members used here are named.
+struct dlpack_exchange_api {
+  uint32_t major, minor;
+  const void* previous;
+  void* allocator;
+  void* managed_tensor_from_py_object;
+  void* managed_tensor_to_py_object;
+  int (*dltensor_from_py_object)(void* object, nb::dlpack::dltensor* out);  ///< may be null
+  int (*current_work_stream)(int32_t device_type, int32_t device_id, void** stream);
+};
+
+/// The exchange API of `type`, or null (looked up once per type).
+const dlpack_exchange_api* exchange_api_of(PyTypeObject* type) {
+  static std::unordered_map<PyTypeObject*, const dlpack_exchange_api*> known;
+  if (auto it = known.find(type); it != known.end()) return it->second;
+  const dlpack_exchange_api* api = nullptr;
+  if (PyObject* capsule = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__dlpack_c_exchange_api__")) {
+    api = static_cast<const dlpack_exchange_api*>(PyCapsule_GetPointer(capsule, "dlpack_exchange_api"));
+    Py_DECREF(capsule);
+  }
+  PyErr_Clear();
+  if (api != nullptr && (api->major != 1 || api->dltensor_from_py_object == nullptr)) api = nullptr;
+  known.emplace(type, api);
+  return api;
+}
+
 /// The arrays of one call, converted from Python objects that speak DLPack (or the buffer
 /// protocol) and kept alive until the call returns.
 class arrays {
@@ -55,22 +86,28 @@ class arrays {
   /// Fills `args` from keyword arguments named as its fields (None: not given).
   template <class Args>
   void take(const char* who, const nb::kwargs& kwargs, Args& args) {
+    size_t used = 0;
+    auto lookup = [&](const char* field) {
+      PyObject* value = PyDict_GetItemString(kwargs.ptr(), field);  // borrowed
+      used += value != nullptr;
+      return value != nullptr && value != Py_None ? nb::handle(value) : nb::handle();
+    };
+    args.for_each_array([&](const char* field, array& a, bool written) {
+      if (nb::handle value = lookup(field)) a = convert(who, value, field, written);
+    });
+    args.for_each_scalar([&](const char* field, auto& v) {
+      nb::handle value = lookup(field);
+      if (value && !nb::try_cast(value, v))
+        throw nb::type_error((std::string(who) + ": " + field + " must be " +
+                              (std::is_same_v<std::decay_t<decltype(v)>, bool> ? "a bool" : "an integer"))
+                                 .c_str());
+    });
+    if (used == kwargs.size()) return;
     for (auto [key, value] : kwargs) {
       const std::string name = nb::cast<std::string>(key);
       bool known = false;
-      args.for_each_array([&](const char* field, array& a, bool written) {
-        if (name != field) return;
-        known = true;
-        if (!value.is_none()) a = convert(who, value, field, written);
-      });
-      args.for_each_scalar([&](const char* field, auto& v) {
-        if (name != field) return;
-        known = true;
-        if (!nb::try_cast(value, v))
-          throw nb::type_error((std::string(who) + ": " + field + " must be " +
-                                (std::is_same_v<std::decay_t<decltype(v)>, bool> ? "a bool" : "an integer"))
-                                   .c_str());
-      });
+      args.for_each_array([&](const char* field, array&, bool) { known |= name == field; });
+      args.for_each_scalar([&](const char* field, auto&) { known |= name == field; });
       if (!known) throw nb::type_error((std::string(who) + ": unknown argument '" + name + "'").c_str());
     }
   }
@@ -79,7 +116,12 @@ class arrays {
   array convert(const char* who, nb::handle value, const char* name, bool written) {
     array a;
     a.name = name;
-    if (written) {
+    nb::dlpack::dltensor t;
+    if (const dlpack_exchange_api* api = exchange_api_of(Py_TYPE(value.ptr()));
+        api != nullptr && api->dltensor_from_py_object(value.ptr(), &t) == 0) {
+      describe(t, a);  // valid while `value` lives: the caller's arguments hold it
+      framework_ = api;
+    } else if (PyErr_Clear(); written) {
       nb::ndarray<> nd;
       if (!nb::try_cast(value, nd, false)) not_an_array(who, name, written);
       describe(nd, a);
@@ -95,6 +137,20 @@ class arrays {
     return a;
   }
 
+  /// The CUDA stream of a step whose first array is `first`: `stream` when given, else
+  /// the current stream of the framework the arrays came from (through its exchange API),
+  /// else the default stream.
+  uintptr_t stream_of(const array& first, nb::handle stream) const {
+    if (!stream.is_none()) return nb::cast<uintptr_t>(stream);
+    void* current = nullptr;
+    if (first.device == device_type::cuda && framework_ != nullptr &&
+        framework_->current_work_stream(int32_t(device_type::cuda), first.device_id, &current) != 0) {
+      PyErr_Clear();
+      current = nullptr;
+    }
+    return reinterpret_cast<uintptr_t>(current);
+  }
+
  private:
   [[noreturn]] static void not_an_array(const char* who, const char* name, bool written) {
     throw nb::type_error((std::string(who) + ": " + name + " must be " + (written ? "a writable " : "an ") +
@@ -103,33 +159,40 @@ class arrays {
   }
   template <class Nd>
   static void describe(const Nd& nd, array& a) {
-    if (nd.ndim() > size_t(array::max_dims))
+    nb::dlpack::dltensor t;
+    t.data = const_cast<void*>(static_cast<const void*>(nd.data()));
+    t.device = {nd.device_type(), nd.device_id()};
+    t.ndim = int32_t(nd.ndim());
+    t.dtype = nd.dtype();
+    t.shape = const_cast<int64_t*>(nd.shape_ptr());
+    t.strides = const_cast<int64_t*>(nd.stride_ptr());
+    describe(t, a);
+  }
+  static void describe(const nb::dlpack::dltensor& t, array& a) {
+    if (t.ndim > array::max_dims)
       throw nb::value_error(
           (std::string(a.name) + ": more than " + std::to_string(array::max_dims) + " dimensions").c_str());
-    a.data = const_cast<void*>(static_cast<const void*>(nd.data()));
-    a.type = element_of(nd.dtype());
-    a.dtype_code = nd.dtype().code;
-    a.dtype_bits = nd.dtype().bits;
-    a.device = nd.device_type() == nb::device::cpu::value    ? device_type::cpu
-               : nd.device_type() == nb::device::cuda::value ? device_type::cuda
-                                                             : device_type::none;
-    a.device_id = nd.device_id();
-    a.ndim = int32_t(nd.ndim());
-    for (int d = 0; d < a.ndim; ++d) {
-      a.shape[d] = int64_t(nd.shape(size_t(d)));
-      a.strides[d] = nd.stride(size_t(d));
+    a.data = static_cast<uint8_t*>(t.data) + t.byte_offset;
+    a.type = element_of(t.dtype);
+    a.dtype_code = t.dtype.code;
+    a.dtype_bits = t.dtype.bits;
+    a.device = t.device.device_type == nb::device::cpu::value    ? device_type::cpu
+               : t.device.device_type == nb::device::cuda::value ? device_type::cuda
+                                                                 : device_type::none;
+    a.device_id = t.device.device_id;
+    a.ndim = t.ndim;
+    int64_t compact = 1;  // null strides: row-major
+    for (int d = a.ndim - 1; d >= 0; --d) {
+      a.shape[d] = t.shape[d];
+      a.strides[d] = t.strides != nullptr ? t.strides[d] : compact;
+      compact *= t.shape[d];
     }
   }
 
+  const dlpack_exchange_api* framework_ = nullptr;
   std::vector<nb::ndarray<>> writable_;
   std::vector<nb::ndarray<nb::ro>> readonly_;
 };
-
-rs::step_kind kind_of(const std::string& kind) {
-  if (kind == "decode") return rs::step_kind::decode;
-  if (kind == "verify") return rs::step_kind::verify;
-  throw nb::value_error(("replayssm: unknown step kind '" + kind + "' (decode or verify)").c_str());
-}
 
 rs::dtype dtype_of(const std::string& name) {
   if (name == "float32") return rs::dtype::f32;
@@ -138,39 +201,50 @@ rs::dtype dtype_of(const std::string& name) {
   throw nb::value_error(("replayssm: activation dtype '" + name + "' is not float32, float16 or bfloat16").c_str());
 }
 
-/// Runs a step on the device its first array lives on, without the GIL.
+/// Runs a step `repeats` times on the device its first array lives on, without the GIL;
+/// returns the host time of one (the launcher's own cost, for the benchmarks: on a CUDA
+/// device the launches are asynchronous).
 template <class Cpu, class Cuda>
-void run_on_device(const array& first, Cpu&& cpu, Cuda&& cuda) {
+double run_on_device(const array& first, Cpu&& cpu, Cuda&& cuda, int repeats = 1) {
+  if (repeats < 1) throw nb::value_error("replayssm: repeats must be at least 1");
   rs::status s;
+  double seconds = 0;
   {
     nb::gil_scoped_release unlocked;
-    s = first.device == device_type::cuda ? cuda() : cpu();
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < repeats && s.ok(); ++i) s = first.device == device_type::cuda ? cuda() : cpu();
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeats;
   }
   s.throw_if_error();
+  return seconds;
 }
 
-void run_mamba2(const std::string& kind, int policy, uintptr_t stream, const nb::kwargs& kwargs) {
+double run_mamba2(nb::handle stream, int repeats, const nb::kwargs& kwargs) {
   arrays held;
   mamba2_args args;
   held.take("mamba2", kwargs, args);
-  const step_call call{kind_of(kind), policy, stream};
-  run_on_device(
-      args.x, [&] { return mamba2_step<cpu_backend>(call, args); }, [&] { return cuda_mamba2_step(call, args); });
+  step_call call;
+  call_of(args, held.stream_of(args.x, stream), call).throw_if_error();
+  return run_on_device(
+      args.x, [&] { return mamba2_step<cpu_backend>(call, args); }, [&] { return cuda_mamba2_step(call, args); },
+      repeats);
 }
 
-void run_gdn(const std::string& kind, int policy, uintptr_t stream, const nb::kwargs& kwargs) {
+double run_gdn(nb::handle stream, int repeats, const nb::kwargs& kwargs) {
   arrays held;
   gdn_args args;
   held.take("gated_deltanet", kwargs, args);
-  const step_call call{kind_of(kind), policy, stream};
-  run_on_device(
-      args.q, [&] { return gdn_step<cpu_backend>(call, args); }, [&] { return cuda_gdn_step(call, args); });
+  step_call call;
+  call_of(args, held.stream_of(args.q, stream), call).throw_if_error();
+  return run_on_device(
+      args.q, [&] { return gdn_step<cpu_backend>(call, args); }, [&] { return cuda_gdn_step(call, args); }, repeats);
 }
 
-void run_commit(uintptr_t stream, const nb::kwargs& kwargs) {
+void run_commit(nb::handle stream, const nb::kwargs& kwargs) {
   arrays held;
   commit_args args;
   held.take("commit", kwargs, args);
+  const uintptr_t on = held.stream_of(args.cursors, stream);
   run_on_device(
       args.cursors,
       [&] {
@@ -178,14 +252,15 @@ void run_commit(uintptr_t stream, const nb::kwargs& kwargs) {
         if (rs::status s = commit_params(args, p); !s) return s;
         return rs::cpu::commit_drafts(p);
       },
-      [&] { return cuda_commit_drafts(args, stream); });
+      [&] { return cuda_commit_drafts(args, on); });
 }
 
-void run_take_step_errors(nb::handle report, uintptr_t stream) {
+void run_take_step_errors(nb::handle report, nb::handle stream) {
   arrays held;
   const array a = held.convert("take_step_errors", report, "report", true);
+  const uintptr_t on = held.stream_of(a, stream);
   run_on_device(
-      a, [] { return rs::status{}; }, [&] { return cuda_take_step_errors(a, stream); });
+      a, [] { return rs::status{}; }, [&] { return cuda_take_step_errors(a, on); });
 }
 
 nb::dict sizes_dict(const rs::state_pool_sizes& s) {
@@ -376,10 +451,12 @@ NB_MODULE(_native, m) {
         return bytes;
       },
       "policy"_a, "raw_inputs"_a, "value_heads"_a, "key_heads"_a, "key_dim"_a, "value_dim"_a, "batch"_a, "dtype"_a);
-  m.def("mamba2_step", &run_mamba2, "kind"_a, "policy"_a, "stream"_a, "kwargs"_a);
-  m.def("gdn_step", &run_gdn, "kind"_a, "policy"_a, "stream"_a, "kwargs"_a);
-  m.def("commit_drafts", &run_commit, "stream"_a, "kwargs"_a);
-  m.def("take_step_errors", &run_take_step_errors, "report"_a, "stream"_a);
+  // A step's arguments are keywords named as the params' fields (steps.hpp); `stream` None:
+  // the current stream of the arrays' framework.
+  m.def("mamba2_step", &run_mamba2, "stream"_a = nb::none(), "repeats"_a = 1, "kwargs"_a);
+  m.def("gdn_step", &run_gdn, "stream"_a = nb::none(), "repeats"_a = 1, "kwargs"_a);
+  m.def("commit_drafts", &run_commit, "stream"_a = nb::none(), "kwargs"_a);
+  m.def("take_step_errors", &run_take_step_errors, "report"_a, "stream"_a = nb::none());
   m.def(
       "write_state",
       [](const std::string& recurrence, int policy, nb::handle values, nb::handle checkpoint,

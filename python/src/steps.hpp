@@ -20,6 +20,8 @@ namespace replayssm_python {
 struct common_args {
   array slot_indices, token_counts, checkpoint, checkpoint_scales, read_copy, read_copy_scales;
   array cursors, flush_phase, report, request_plans;
+  std::string kind = "decode";  ///< the step: decode or verify
+  int32_t policy = 0;           ///< an index into `policies`
   int32_t tokens = 1;
   int32_t pad_slot_id = -1;
   uint64_t seed = 0;
@@ -39,6 +41,8 @@ struct common_args {
   }
   template <class F>
   void for_each_scalar(F&& f) {
+    f("kind", kind);
+    f("policy", policy);
     f("tokens", tokens);
     f("pad_slot_id", pad_slot_id);
     f("seed", seed);
@@ -139,6 +143,14 @@ struct step_call {
   int policy = 0;
   uintptr_t stream = 0;
 };
+
+/// The call of a step's arguments on `stream`; an error for an unknown kind.
+inline rs::status call_of(const common_args& a, uintptr_t stream, step_call& call) {
+  if (a.kind != "decode" && a.kind != "verify")
+    return rs::status::error("replayssm: unknown step kind '" + a.kind + "' (decode or verify)");
+  call = {a.kind == "decode" ? rs::step_kind::decode : rs::step_kind::verify, a.policy, stream};
+  return {};
+}
 
 // The CUDA backend (cuda_*.cu), present when the module was built with CUDA.
 rs::status cuda_mamba2_step(const step_call& call, const mamba2_args& args);

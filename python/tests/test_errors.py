@@ -123,7 +123,7 @@ def test_wrong_objects_are_type_errors(mamba2):
     with pytest.raises(TypeError, match="mamba2: x must be an array"):
         rs.mamba2_decode(buffers, **{**args, "x": "not an array"})
     with pytest.raises(TypeError, match="mamba2: unknown argument 'bogus'"):
-        rs._native.mamba2_step("decode", POLICY.index, 0, bogus=np.zeros(1))
+        rs._native.mamba2_step(kind="decode", policy=POLICY.index, bogus=np.zeros(1))
 
 
 def test_state_io_checks_shapes():

@@ -34,10 +34,13 @@ def test_ops_have_schemas_and_fake_implementations():
     layer = Layer("mamba2", rs.replay_policy(8), MAMBA2, 3, "float32", np.random.default_rng(1), Arrays("cpu"))
     library, _ = layer.inputs(2)
     args = {**library, **layer.weights, "y": torch.zeros_like(library["x"]), **layer.buffers.arrays}
+    scalars = {"kind": "decode", "policy": layer.buffers.policy_index, "tokens": 1, "pad_slot_id": -1, "seed": 0,
+               "dt_softplus": True}
     with torch._subclasses.fake_tensor.FakeTensorMode() as mode:
         fake = {k: mode.from_tensor(v) for k, v in args.items()}
-        rs._steps.run("mamba2_step", {"kind": "decode", "policy": layer.buffers.policy.index, "tokens": 1,
-                                      "pad_slot_id": -1, "seed": 0, "dt_softplus": True}, fake)
+        torch.ops.replayssm.mamba2_step(*[scalars[n] for n, _ in rs._steps.SCALARS["mamba2_step"]],
+                                        *[fake.get(n) for n in rs._steps.READ["mamba2_step"] +
+                                          rs._steps.WRITTEN["mamba2_step"]])
 
 
 def test_torch_compile_traces_the_step():
