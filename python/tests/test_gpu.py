@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and rs.has_cuda),
                                 reason="needs a CUDA device and a module built with CUDA")
 
+DEVICE = "cuda"
 NANO = rs.Mamba2Shape(heads=96, head_dim=80, state_dim=128, groups=8)
 QWEN = rs.GDNShape(value_heads=32, key_heads=16, key_dim=128, value_dim=128)
 SHAPES = {"mamba2": NANO, "gated_deltanet": QWEN}
@@ -26,7 +27,7 @@ def captured(layer, step):
     """A CUDA graph of `step(buffers)` on the layer's buffers, captured after one run on
     spare buffers of the same layer (which loads the kernels)."""
     b = layer.buffers
-    step(type(b)(b.policy, b.shape, b.num_slots, b.dtype, device="cuda", draft_tokens=b.draft_tokens))
+    step(type(b)(b.policy, b.shape, b.num_slots, b.dtype, device=DEVICE, draft_tokens=b.draft_tokens))
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
@@ -40,10 +41,10 @@ def captured(layer, step):
 def test_captured_decode_matches_reference(recurrence, policy):
     rng = np.random.default_rng(2026)
     layer = Layer(recurrence, policy, SHAPES[recurrence], num_slots=12, dtype="bfloat16", rng=rng,
-                  arrays=Arrays("cuda"))
+                  arrays=Arrays(DEVICE))
     if not policy.is_writeback:
         layer.buffers.flush_phase.copy_(torch.as_tensor(rng.integers(0, 16, 12), dtype=torch.int32))
-    slots = torch.tensor(SLOTS, dtype=torch.int32, device="cuda")
+    slots = torch.tensor(SLOTS, dtype=torch.int32, device=DEVICE)
     real = [b for b, s in enumerate(SLOTS) if s >= 0]
     static, _ = layer.inputs(len(SLOTS))
     out = torch.full_like(static[layer._out_like], 7.0)
@@ -68,10 +69,10 @@ def test_captured_verify_and_commit_match_sequential_steps(recurrence):
     rng = np.random.default_rng(7)
     tokens, slots = 4, [3, 0, 6, 1]
     layer = Layer(recurrence, rs.replay_policy(16), SHAPES[recurrence], num_slots=8, dtype="bfloat16", rng=rng,
-                  arrays=Arrays("cuda"), draft_tokens=tokens)
-    slot_tensor = torch.tensor(slots, dtype=torch.int32, device="cuda")
-    counts = torch.zeros(len(slots), dtype=torch.int32, device="cuda")
-    accepted = torch.zeros(len(slots), dtype=torch.int32, device="cuda")
+                  arrays=Arrays(DEVICE), draft_tokens=tokens)
+    slot_tensor = torch.tensor(slots, dtype=torch.int32, device=DEVICE)
+    counts = torch.zeros(len(slots), dtype=torch.int32, device=DEVICE)
+    accepted = torch.zeros(len(slots), dtype=torch.int32, device=DEVICE)
     static, _ = layer.inputs(len(slots) * tokens)
     out = torch.zeros_like(static[layer._out_like])
 
@@ -105,7 +106,7 @@ def test_captured_verify_and_commit_match_sequential_steps(recurrence):
 
 
 def test_device_report_names_a_bad_request():
-    layer = Layer("mamba2", rs.replay_policy(16), NANO, 4, "bfloat16", np.random.default_rng(1), Arrays("cuda"))
+    layer = Layer("mamba2", rs.replay_policy(16), NANO, 4, "bfloat16", np.random.default_rng(1), Arrays(DEVICE))
     library, _ = layer.inputs(2)
     layer.run("decode", library, [1, 9])
     with pytest.raises(ValueError, match="request 1: a slot index was outside"):
@@ -114,7 +115,7 @@ def test_device_report_names_a_bad_request():
 
 
 def test_arrays_on_another_device_are_rejected():
-    layer = Layer("mamba2", rs.replay_policy(16), NANO, 4, "bfloat16", np.random.default_rng(2), Arrays("cuda"))
+    layer = Layer("mamba2", rs.replay_policy(16), NANO, 4, "bfloat16", np.random.default_rng(2), Arrays(DEVICE))
     library, _ = layer.inputs(2)
     library["B"] = library["B"].cpu()
     with pytest.raises(ValueError, match="mamba2: B: is on cpu, the step runs on cuda:0"):
@@ -126,9 +127,9 @@ def test_engine_wrapper_under_torch_compile():
 
     rng = np.random.default_rng(3)
     eager, compiled = (Layer("mamba2", rs.replay_policy(16), NANO, 4, "bfloat16", np.random.default_rng(4),
-                             Arrays("cuda")) for _ in range(2))
+                             Arrays(DEVICE)) for _ in range(2))
     H, P, N = NANO.heads, NANO.head_dim, NANO.state_dim
-    slots = torch.tensor([2, 0], dtype=torch.int32, device="cuda")
+    slots = torch.tensor([2, 0], dtype=torch.int32, device=DEVICE)
 
     def update(buffers, x, dt, A, B, C, D, z, dt_bias):
         return engine.selective_state_update(buffers.checkpoint, x, dt[..., None].expand(-1, -1, P),

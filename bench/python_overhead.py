@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""What calling a replay step from Python costs over calling its C++ launcher, on a GPU.
+
+For one decode step (Nemotron-Nano Mamba-2 or Qwen3.5-4B Gated DeltaNet layer, BF16
+activations, FP32 state, replay W = 16) it measures the host time of one call:
+
+  cpp       the C++ launcher alone, called in a loop inside the module (arguments converted once)
+  native    the module's entry point called from Python with torch tensors (DLPack per tensor)
+  op        torch.ops.replayssm.<step> (the dispatcher, then DLPack capsules per tensor)
+  api       replayssm.mamba2_decode / gdn_decode (buffers gathered, then the op)
+  engine    replayssm.engine's vLLM-convention wrapper (per-head views, then the API)
+
+and the device time per step of a CUDA graph of 64 steps captured from the C++ loop and from
+the Python API (nothing of Python is inside a graph: the two should match). Prints one line
+per measurement and their overhead over `cpp`.
+
+    python bench/python_overhead.py [--model nemotron-nano|qwen3.5-4b] [--batch 1] [--iters 2000]
+"""
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+import replayssm as rs
+from replayssm import _native, engine
+
+MODELS = {"nemotron-nano": rs.Mamba2Shape(96, 80, 128, 8), "qwen3.5-4b": rs.GDNShape(32, 16, 128, 128)}
+
+
+def host_time(fn, iters):
+    """Seconds of host time per call of fn(), the GPU kept from falling behind."""
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    total = 0.0
+    for _ in range(iters // 100):
+        start = time.perf_counter()
+        for _ in range(100):
+            fn()
+        total += time.perf_counter() - start
+        torch.cuda.synchronize()  # keep the launch queue short: host time only
+    return total / (iters // 100 * 100)
+
+
+def graph_time(fn, steps=64, replays=20):
+    """Device seconds per step of a CUDA graph of `steps` calls of fn()."""
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(steps):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / 1e3 / (replays * steps)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=MODELS, default="nemotron-nano")
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--iters", type=int, default=2000)
+    args = parser.parse_args()
+    shape = MODELS[args.model]
+    gdn = isinstance(shape, rs.GDNShape)
+    policy = rs.replay_policy(16)
+    kind = rs.GDNBuffers if gdn else rs.Mamba2Buffers
+    buffers = kind(policy, shape, args.batch, "bfloat16", device="cuda")
+    rng = np.random.default_rng(0)
+
+    def tensor(*dims, scale=1.0, dtype=torch.bfloat16):
+        return torch.as_tensor(scale * rng.standard_normal(dims), device="cuda").to(dtype)
+
+    B = args.batch
+    slots = torch.arange(B, dtype=torch.int32, device="cuda")
+    if gdn:
+        HV, HK, K, V = shape
+        inputs = {"q": tensor(B, HK, K), "k": tensor(B, HK, K), "v": tensor(B, HV, V), "a": tensor(B, HV, scale=0.3),
+                  "b": tensor(B, HV), "A_log": tensor(HV, dtype=torch.float32),
+                  "dt_bias": tensor(HV, dtype=torch.float32)}
+        out = torch.empty_like(inputs["v"])
+        native_args = {**buffers.arrays, **inputs, "o": out, "slot_indices": slots}
+        step, native_step, op = rs.gdn_decode, _native.gdn_step, torch.ops.replayssm.gdn_step
+        mixed = torch.cat([inputs["q"].flatten(1), inputs["k"].flatten(1), inputs["v"].flatten(1)], 1)
+        wrapper = lambda: engine.gated_delta_rule_update(  # noqa: E731
+            buffers.checkpoint, mixed, inputs["a"], inputs["b"], inputs["A_log"], inputs["dt_bias"], slots,
+            out=out, buffers=buffers)
+        scalars = {"raw_inputs": False}
+    else:
+        H, P, N, G = shape
+        inputs = {"x": tensor(B, H, P), "dt": tensor(B, H, scale=0.3), "B": tensor(B, G, N), "C": tensor(B, G, N),
+                  "z": tensor(B, H, P), "A": -torch.rand(H, device="cuda"), "D": tensor(H, dtype=torch.float32),
+                  "dt_bias": tensor(H, dtype=torch.float32)}
+        out = torch.empty_like(inputs["x"])
+        native_args = {**buffers.arrays, **inputs, "y": out, "slot_indices": slots}
+        step, native_step, op = rs.mamba2_decode, _native.mamba2_step, torch.ops.replayssm.mamba2_step
+        wrapper = lambda: engine.selective_state_update(  # noqa: E731
+            buffers.checkpoint, inputs["x"], inputs["dt"], inputs["A"], inputs["B"], inputs["C"], inputs["D"],
+            inputs["z"], inputs["dt_bias"], dt_softplus=True, state_batch_indices=slots, out=out, buffers=buffers)
+        scalars = {"dt_softplus": True}
+    scalars.update({"kind": "decode", "policy": buffers.policy_index, "tokens": 1, "pad_slot_id": -1, "seed": 0})
+    op_name = "gdn_step" if gdn else "mamba2_step"
+    op_args = [scalars[n] for n, _ in rs._steps.SCALARS[op_name]]
+    op_args += [native_args.get(n) for n in rs._steps.READ[op_name] + rs._steps.WRITTEN[op_name]]
+
+    def cpp(repeats):
+        return native_step(repeats=repeats, **scalars, **native_args)
+
+    cpp(10)
+    torch.cuda.synchronize()
+    timings = {"cpp": min(cpp(args.iters) for _ in range(3))}
+    torch.cuda.synchronize()
+    calls = {
+        "native": lambda: native_step(**scalars, **native_args),
+        "op": lambda: op(*op_args),
+        "api": lambda: step(buffers, **inputs, slot_indices=slots, out=out),
+        "engine": wrapper,
+    }
+    for name, fn in calls.items():
+        timings[name] = min(host_time(fn, args.iters) for _ in range(3))
+
+    print(f"model {args.model}, batch {B}, {policy}, bf16 activations, torch {torch.__version__}, "
+          f"{torch.cuda.get_device_name()}")
+    for name, seconds in timings.items():
+        extra = "" if name == "cpp" else f"  (+{(seconds - timings['cpp']) * 1e6:.2f} us over cpp)"
+        print(f"host_us_per_call {name:7s} {seconds * 1e6:8.2f}{extra}")
+    in_graph = {"cpp": graph_time(lambda: cpp(1)), "api": graph_time(calls["api"])}
+    for name, seconds in in_graph.items():
+        print(f"graph_us_per_step {name:7s} {seconds * 1e6:8.2f}")
+    print(f"graph_overhead_us_per_step {(in_graph['api'] - in_graph['cpp']) * 1e6:.2f}")
+    buffers.take_errors()
+
+
+if __name__ == "__main__":
+    main()
