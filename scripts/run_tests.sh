@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Builds ReplaySSM with its tests, examples and benchmarks, and runs the test suite.
+# Builds ReplaySSM with its tests, examples and benchmarks, and runs the test suite; then
+# installs the Python package into a virtual environment and runs its tests (pytest).
 #
 #   bash scripts/run_tests.sh [extra CMake configure arguments]
 #
@@ -9,6 +10,8 @@
 # are built too, and the GPU tests (CTest label `gpu`) skip themselves without a device;
 # then the host targets are also built and tested once without CUDA (in BUILD_DIR-host),
 # so that the g++-only build cannot break unnoticed.
+# The Python step installs nanobind, scikit-build-core, NumPy and pytest from PyPI into
+# BUILD_DIR-python/venv (python3 with venv and its headers from apt-get when missing).
 # Environment: BUILD_DIR (default `build`, relative to the repository root); CI=true turns
 # warnings into errors (-DREPLAYSSM_WERROR=ON), as CI runs it (`CI=true bash .ci/run`).
 set -euo pipefail
@@ -65,5 +68,22 @@ if [ "$have_nvcc" = true ]; then
   run ctest --test-dir "$host_dir" --output-on-failure --no-tests=error \
     -R "^($(IFS='|'; echo "${host_targets[*]}"))"
 fi
+
+# The Python package, as a user installs it (`pip install .`, with its CUDA steps when nvcc
+# is found) into a virtual environment of its own, and its tests (the GPU ones skip
+# themselves without a device or torch).
+py_dir="${BUILD_DIR}-python"
+step "Python package ($py_dir)"
+if ! python3 -m venv --help >/dev/null 2>&1 ||
+  [ ! -f "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ]; then
+  install_missing python3 python3-venv python3-dev
+fi
+[ -x "$py_dir/venv/bin/python" ] || run python3 -m venv "$py_dir/venv"
+run "$py_dir/venv/bin/python" -m pip install --quiet --upgrade nanobind scikit-build-core numpy pytest
+run "$py_dir/venv/bin/python" -m pip install --quiet --no-build-isolation --no-deps \
+  -C build-dir="$py_dir/build" -C cmake.define.REPLAYSSM_WERROR="$werror" .
+
+step "Python tests"
+run "$py_dir/venv/bin/python" -m pytest -q python/tests
 
 step "done: all tests passed"
