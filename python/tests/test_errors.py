@@ -17,7 +17,8 @@ def mamba2():
     """A valid Mamba-2 decode step of 2 requests on slots [2, 0] of 3: its buffers and arguments."""
     rng = np.random.default_rng(0)
     buffers = rs.Mamba2Buffers(POLICY, MAMBA2, 3, "float32", draft_tokens=2)
-    args = {k: v.astype(np.float32) for k, v in {**mamba2_inputs(rng, 2, MAMBA2), **mamba2_weights(rng, MAMBA2)}.items()}
+    values = {**mamba2_inputs(rng, 2, MAMBA2), **mamba2_weights(rng, MAMBA2)}
+    args = {k: v.astype(np.float32) for k, v in values.items()}
     args["slot_indices"] = np.array([2, 0], np.int32)
     args["out"] = np.zeros_like(args["x"])
     return buffers, args
@@ -42,8 +43,10 @@ def test_valid_arguments_run(mamba2):
     ("dt", np.zeros((2, 4), np.float16), "mamba2: dt: expected float32, got float16"),
     ("A", np.zeros(3, np.float32), "mamba2: A: holds 3 elements, expected 4 (heads)"),
     ("slot_indices", np.array([2, 0], np.int64), "mamba2: slot_indices: expected int32, got int64"),
-    ("slot_indices", np.array([2, 9], np.int32), "mamba2: slot_indices[1]=9 is outside [0, 3) and is not the pad id -1"),
-    ("slot_indices", np.array([2, 2], np.int32), "mamba2: slot_indices[0]=2 repeats slot_indices[1]: two requests of one step cannot share a state slot"),
+    ("slot_indices", np.array([2, 9], np.int32),
+     "mamba2: slot_indices[1]=9 is outside [0, 3) and is not the pad id -1"),
+    ("slot_indices", np.array([2, 2], np.int32),
+     "mamba2: slot_indices[0]=2 repeats slot_indices[1]: two requests of one step cannot share a state slot"),
     ("out", np.zeros((2, 4, 10), np.float32)[::-1], "mamba2: y: batch stride=-40 is smaller than one request's extent"),
 ])
 def test_bad_argument_names_it(mamba2, name, value, message):
