@@ -9,7 +9,6 @@
 #include <nanobind/stl/string.h>
 
 #include <chrono>
-#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <vector>

@@ -128,7 +128,7 @@ def test_engine_wrapper_under_torch_compile():
     rng = np.random.default_rng(3)
     eager, compiled = (Layer("mamba2", rs.replay_policy(16), NANO, 4, "bfloat16", np.random.default_rng(4),
                              Arrays(DEVICE)) for _ in range(2))
-    H, P, N = NANO.heads, NANO.head_dim, NANO.state_dim
+    P, N = NANO.head_dim, NANO.state_dim
     slots = torch.tensor([2, 0], dtype=torch.int32, device=DEVICE)
 
     def update(buffers, x, dt, A, B, C, D, z, dt_bias):

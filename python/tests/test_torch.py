@@ -67,7 +67,7 @@ def test_engine_wrappers_take_vllm_conventions():
     rng = np.random.default_rng(3)
     a, b = (Layer("mamba2", rs.replay_policy(8), MAMBA2, 3, "float32", np.random.default_rng(4), Arrays("cpu"))
             for _ in range(2))
-    H, P, N = MAMBA2.heads, MAMBA2.head_dim, MAMBA2.state_dim
+    P, N = MAMBA2.head_dim, MAMBA2.state_dim
     slots = torch.tensor([1, 2], dtype=torch.int64)
     for _ in range(10):
         a.rng = b.rng = rng
