@@ -70,13 +70,14 @@ def step_tables(rows, shape, mode):
 
 def flush_table(rows, shape):
     out = [f"\n**{shape}, FP32 state, W=16: flush and read steps alone, and staggered flushes**\n",
-           "| batch | writeback us | flush us | flush / writeback | read step us (k=1) | staggered mean us | staggered p99 us | p99 / mean |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| batch | writeback us | flush us | flush / writeback | read step us (k=1) | read step us (k=W-1) | staggered mean us | staggered p99 us | p99 / mean |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in sorted({k[4] for k in rows if k[0] == "flush_and_read" and k[1] == shape and k[2] == "fp32"}):
         f = rows[("flush_and_read", shape, "fp32", "W16", n)]
         s = rows[("staggered", shape, "fp32", "W16", n)]
         writeback = us(rows[("writeback", shape, "fp32", "", n)])
         out.append(f"| {n} | {writeback:.1f} | {f['flush_us']:.1f} | {f['flush_us'] / writeback:.2f} | {f['read_us']:.1f} | "
+                   f"{fmt(f.get('late_read_us'), '.1f')} | "
                    f"{s['mean_us']:.1f} | {s['p99_us']:.1f} | {s['p99_over_mean']:.3f} |")
     return "\n".join(out)
 

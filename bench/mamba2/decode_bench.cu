@@ -22,22 +22,30 @@ void bm_step(benchmark::State& state, mamba2_layer_shape shape) {
   time_decode_steps(state, layer);
 }
 
-/// Replay's flush step and read step, each timed alone (all requests in the same phase).
+/// Replay's flush step and read steps, each timed alone (all requests in the same phase):
+/// the read step at the start of a window (its token the only entry) and at its end (the
+/// window's last read step, W - 1 entries before the token).
 template <class Policy>
 void bm_flush_and_read(benchmark::State& state, mamba2_layer_shape shape) {
   mamba2_bench_layer<Policy> layer(shape, int(state.range(0)), false);
-  std::vector<double> flush, read;
+  std::vector<double> flush, read, late_read;
+  auto time_step_at = [&](int32_t length, std::vector<double>& into) {
+    layer.set_cursors(length);
+    into.push_back(median_ms(1, [&] { layer.step(nullptr); }, false));
+  };
   for (auto _ : state) {
-    layer.set_cursors(Policy::window - 1);
-    flush.push_back(median_ms(1, [&] { layer.step(nullptr); }, false));
-    layer.set_cursors(0);
-    read.push_back(median_ms(1, [&] { layer.step(nullptr); }, false));
+    time_step_at(Policy::window - 1, flush);
+    time_step_at(0, read);
+    time_step_at(Policy::window - 2, late_read);
     state.SetIterationTime((flush.back() + read.back()) * 1e-3);
   }
-  std::sort(flush.begin(), flush.end());
-  std::sort(read.begin(), read.end());
-  state.counters["flush_us"] = flush[flush.size() / 2] * 1e3;
-  state.counters["read_us"] = read[read.size() / 2] * 1e3;
+  auto median_us = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2] * 1e3;
+  };
+  state.counters["flush_us"] = median_us(flush);
+  state.counters["read_us"] = median_us(read);
+  state.counters["late_read_us"] = median_us(late_read);
 }
 
 /// Staggered phases: every step has 1/W of the requests flushing. Per-step times of many

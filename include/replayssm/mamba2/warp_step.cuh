@@ -66,14 +66,17 @@ struct mamba2_warp_config {
   /// Whether a flush lane keeps the window's keys B_j of its unit's columns in registers
   /// (64 floats at most), rather than reading them from the warp's shared memory per stage.
   static constexpr bool keys_in_registers = window * flush_unit <= 64;
-  /// Stages in each warp's ring.
-  static constexpr int stages = 3;
+  /// Stages in each warp's ring. A read step consumes a stage in place. A flush of a window
+  /// copies each stage to registers and releases it before its long fold, so two stages in
+  /// flight keep it fed and leave shared memory for more warps; a write-back step, whose
+  /// fold is one entry, keeps three.
+  static constexpr int read_stages = 3, flush_stages = window > 1 ? 2 : 3;
   using read_lanes = unit_lanes<read_stage, read_unit>;
   using flush_lanes = unit_lanes<flush_stage, flush_unit>;
   template <copy_engine Engine>
-  using read_stream = state_stream<read_format, read_stage, stages, Engine>;
+  using read_stream = state_stream<read_format, read_stage, read_stages, Engine>;
   template <copy_engine Engine>
-  using flush_stream = state_stream<checkpoint_format, flush_stage, stages, Engine>;
+  using flush_stream = state_stream<checkpoint_format, flush_stage, flush_stages, Engine>;
 
   /// Whether a layer of state dimension `state_dim` runs on the warp steps (a power of two
   /// whose rows map onto the lanes; other shapes take the block kernels).
@@ -111,7 +114,7 @@ struct mamba2_warp_layout {
   uint32_t x_pitch, B_pitch;  ///< bytes per stored row of x and of B
   uint32_t padded_rows;       ///< head rows rounded up to whole stages
   uint32_t x, z, B;           ///< stored rows: x of every entry, the token's z, B of every entry
-  uint32_t window_dt, dt, log_decay, coef, row_sum, weighted_x, bytes;
+  uint32_t window_dt, dt, log_decay, coef, weight, row_sum, weighted_x, bytes;
 
   static constexpr uint32_t align16(uint32_t n) { return (n + 15u) / 16u * 16u; }
   __host__ __device__ static mamba2_warp_layout make(mamba2_layer_shape s) {
@@ -133,6 +136,7 @@ struct mamba2_warp_layout {
     l.dt = take(window * 4);
     l.log_decay = take(window * 4);
     l.coef = take(window * 4);
+    l.weight = take(Flush ? 0 : window * 4);
     l.row_sum = take(uint32_t(s.head_dim) * 4);
     l.weighted_x = take(Flush ? window * l.padded_rows * 4 : 0);
     l.bytes = (at + 127u) / 128u * 128u;
@@ -222,11 +226,14 @@ __device__ void copy_window(const warp_window<Policy, Act, Flush>& w, const entr
   lanes_commit();
 }
 
-/// The dots B_j . C of the first `seen` entries, read from global memory and summed over the
-/// warp, so that every lane holds all of them: each lane takes 4 consecutive columns of
-/// every 128. Issued before the stream is consumed, the loads wait beside its first stage.
+/// The dots B_j . C of the first `seen` entries into the warp's `weight` floats (the window
+/// coefficients multiply them later), read from global memory: each lane takes 4
+/// consecutive columns of every 128, and the warp reduce-scatters the sums. Issued before
+/// the stream is consumed, the loads wait beside its first stage.
 template <int W, class Policy, class Act>
-__device__ void key_dots(const entry_rows<Policy, Act>& entry, int32_t N, int32_t seen, int lane, float (&dot)[W]) {
+__device__ void key_dots(const warp_window<Policy, Act, false>& w, const entry_rows<Policy, Act>& entry, int32_t N,
+                         int32_t seen, int lane) {
+  float dot[W];
 #pragma unroll
   for (int j = 0; j < W; ++j) dot[j] = 0.0f;
   for (int32_t n = lane * 4; n < N; n += 128) {
@@ -241,10 +248,11 @@ __device__ void key_dots(const entry_rows<Policy, Act>& entry, int32_t N, int32_
       for (int e = 0; e < 4; ++e) dot[j] = math::fma(b[e], c[e], dot[j]);
     }
   }
+  const value_share share = reduce_scatter(dot, 32, lane);
+  if (!share.owner) return;
 #pragma unroll
-  for (int offset = 16; offset >= 1; offset /= 2)
-#pragma unroll
-    for (int j = 0; j < W; ++j) dot[j] += __shfl_xor_sync(0xffffffffu, dot[j], offset);
+  for (int i = 0; i < W; ++i)
+    if (i < share.count) w.floats(w.l.weight)[share.first + i] = dot[i];
 }
 
 /// Waits for `copy_window`, then forms the step sizes, log decays and coefficients of the
@@ -273,11 +281,11 @@ __device__ float window_coefficients(const warp_window<Policy, Act, Flush>& w, c
 }
 
 /// Writes y of rows `rows` from the state term in `row_sum` (times `decay`) and the window
-/// term sum_j weight_j x_j over the first `seen` entries.
+/// term sum_j weight_j x_j over the first `seen` entries (`weight` in shared memory).
 template <int W, class Policy, class Act, bool Flush>
 __device__ void write_outputs(const warp_window<Policy, Act, Flush>& w, const mamba2_head_inputs<Act>& in,
-                              const step_plan& plan, row_range rows, float decay, const float (&weight)[W],
-                              int32_t seen, int lane) {
+                              const step_plan& plan, row_range rows, float decay, const float* weight, int32_t seen,
+                              int lane) {
   const bool gated = in.z.data != nullptr;
   const float* row_sum = w.floats(w.l.row_sum);
   for (int32_t p = rows.first + lane; p < rows.first + rows.count; p += 32) {
@@ -291,7 +299,7 @@ __device__ void write_outputs(const warp_window<Policy, Act, Flush>& w, const ma
   }
 }
 
-/// A flush lane's keys B_j (j < window) of its unit's `U` columns: held in registers
+// A flush lane's keys B_j (j < window) of its unit's `U` columns: held in registers
 /// (`InRegisters`, loaded from global memory once) or read per use from the rows the
 /// layout stages in shared memory.
 template <int W, int U, class Act, bool InRegisters>
@@ -358,8 +366,7 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   const lanes_t lanes(N, lane);
   float c[U];
   detail::load_activations<U>(in.C.at(0) + lanes.column(), c);
-  float weight[W];
-  detail::key_dots(entry, N, seen, lane, weight);
+  detail::key_dots<W>(w, entry, N, seen, lane);
 
   const int32_t stage_rows = config::template stage_rows<false>(N);
   stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
@@ -378,9 +385,10 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   });
 
   const float decay = detail::window_coefficients(w, in, plan, lane);
-#pragma unroll
-  for (int j = 0; j < W; ++j) weight[j] *= j < seen ? w.floats(w.l.coef)[j] : 0.0f;
-  detail::write_outputs(w, in, plan, rows, decay, weight, seen, lane);
+  float* weight = w.floats(w.l.weight);
+  for (int32_t j = lane; j < seen; j += 32) weight[j] = math::mul(weight[j], w.floats(w.l.coef)[j]);
+  __syncwarp();
+  detail::write_outputs<W>(w, in, plan, rows, decay, weight, seen, lane);
 
   const int32_t ring = plan.ring_slot(L);
   Act* x = st.window_x + ring * st.window_x_stride;
@@ -498,8 +506,7 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
   };
   stream.for_each_stage(decayed_stage, fold_and_store);
   __syncwarp();
-  const float no_weights[1] = {0.0f};
-  detail::write_outputs(w, in, plan, rows, 1.0f, no_weights, 0, lane);
+  detail::write_outputs<W>(w, in, plan, rows, 1.0f, nullptr, 0, lane);
 }
 
 }  // namespace warp

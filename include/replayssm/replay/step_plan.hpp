@@ -33,8 +33,13 @@ struct step_plan {
   uint32_t flush_count;    ///< flushes done before this step
   uint32_t error;
   REPLAYSSM_HOST_DEVICE int32_t entries() const { return length + tokens; }
-  /// Ring slot of entry j (j < entries()).
-  REPLAYSSM_HOST_DEVICE int32_t ring_slot(int32_t j) const { return ring > 0 ? (start + j) % ring : 0; }
+  /// Ring slot of entry j (j < entries()). The planner keeps start < ring and a step's
+  /// entries within the ring, so one wrap is all there is (a remainder by a run-time ring
+  /// size is some twenty instructions on the GPU, per entry).
+  REPLAYSSM_HOST_DEVICE int32_t ring_slot(int32_t j) const {
+    const int32_t slot = start + j;
+    return ring <= 0 ? 0 : slot >= ring ? slot - ring : slot;
+  }
 };
 
 /// Reads the cursor of a head state (any recurrence's: it has `cursor`, `phase`,

@@ -21,6 +21,47 @@
 namespace replayssm {
 namespace warp {
 
+/// Which of a group's summed values a lane holds after `reduce_scatter`.
+struct value_share {
+  int first, count;  ///< values first .. first + count - 1 (of the N summed), in v[0 .. count)
+  bool owner;        ///< one lane per share: the one that writes it
+};
+
+/// Sums each of the N values `v` over a group of `group` consecutive lanes (a power of two
+/// up to 32; `position` the lane's place in it), spread over the group's lanes: a
+/// reduce-scatter, which sums 8 values over 32 lanes in 9 shuffles where every lane summing
+/// every value takes 40. Every lane of the warp calls it.
+template <int N>
+__device__ value_share reduce_scatter(float (&v)[N], int group, int position) {
+  value_share share{0, N, true};
+  int offset = group / 2;
+  // Halving: the lane with the offset's bit set keeps the upper half of the values, its
+  // partner the lower half, each adding what the other sends.
+#pragma unroll
+  for (int count = N; count % 2 == 0; count /= 2) {
+    if (offset < 1) break;
+    const bool upper = (position & offset) != 0;
+#pragma unroll
+    for (int i = 0; i < count / 2; ++i) {
+      const float send = upper ? v[i] : v[i + count / 2];
+      const float keep = upper ? v[i + count / 2] : v[i];
+      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
+    }
+    share.first += upper ? count / 2 : 0;
+    share.count = count / 2;
+    offset /= 2;
+  }
+  // Values left whole on a lane (an odd count, or fewer values than lanes): lanes that
+  // differ in the remaining bits hold the same sums; the one with those bits clear writes.
+  share.owner = offset < 1 || (position & (2 * offset - 1)) == 0;
+  for (; offset >= 1; offset /= 2) {
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if (i < share.count) v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
+  }
+  return share;
+}
+
 /// Which units of a stage one lane handles. A row has `units_per_row` units of `Unit`
 /// elements, a power of two up to 32: that many consecutive lanes (a row group) share each
 /// row, and the warp's 32 / units_per_row row groups split the stage's rows into runs of
@@ -51,43 +92,10 @@ struct unit_lanes {
   __device__ int unit_index(int i) const { return row(i) * units_per_row + first_unit; }
   /// First element within a row of the lane's unit.
   __device__ int column() const { return first_unit * Unit; }
-  /// Sums the lane's partial sums `v` of its rows over the lanes of each row, spread over
-  /// those lanes (a reduce-scatter: a row of 32 lanes and 8 rows per lane take 9 shuffles,
-  /// where every lane summing every row takes 40). Returns which of its rows the lane now
-  /// holds in `v[0 .. count)`.
-  struct row_share {
-    int first, count;  ///< the lane's rows first .. first + count - 1 (of its `rows`)
-    bool owner;        ///< one lane per row share: the one that writes it
-  };
+  /// Sums the lane's partial sums `v` of its rows over the lanes of each row (`reduce_scatter`).
   template <int N>
-  __device__ row_share row_sums(float (&v)[N]) const {
-    row_share share{0, N, true};
-    int offset = units_per_row / 2;
-    // Halving: the lane with the offset's bit set keeps the upper half of the rows, its
-    // partner the lower half, each adding what the other sends.
-#pragma unroll
-    for (int count = N; count % 2 == 0; count /= 2) {
-      if (offset < 1) break;
-      const bool upper = (first_unit & offset) != 0;
-#pragma unroll
-      for (int i = 0; i < count / 2; ++i) {
-        const float send = upper ? v[i] : v[i + count / 2];
-        const float keep = upper ? v[i + count / 2] : v[i];
-        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
-      }
-      share.first += upper ? count / 2 : 0;
-      share.count = count / 2;
-      offset /= 2;
-    }
-    // Rows left whole on a lane (an odd count, or fewer rows than lanes): lanes that differ
-    // in the remaining bits hold the same sums; the one with those bits clear writes them.
-    share.owner = offset < 1 || (first_unit & (2 * offset - 1)) == 0;
-    for (; offset >= 1; offset /= 2) {
-#pragma unroll
-      for (int i = 0; i < N; ++i)
-        if (i < share.count) v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
-    }
-    return share;
+  __device__ value_share row_sums(float (&v)[N]) const {
+    return reduce_scatter(v, units_per_row, first_unit);
   }
 };
 
