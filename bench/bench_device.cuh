@@ -110,10 +110,12 @@ __global__ void fill_state_pool(void* data, void* scales, size_t chunks, uint32_
   }
 }
 
-/// Bytes of a vectorized copy and a read-only stream, measured on this device.
+/// Bytes of a vectorized copy, a read-only stream and an in-place update, measured on this
+/// device.
 struct device_bandwidth {
-  double copy_gbs = 0;  ///< better of cudaMemcpy D2D and a float4 copy kernel, read + write counted
-  double read_gbs = 0;  ///< a float4 read-only reduction
+  double copy_gbs = 0;     ///< better of cudaMemcpy D2D and a float4 copy kernel, read + write counted
+  double read_gbs = 0;     ///< a float4 read-only reduction
+  double inplace_gbs = 0;  ///< a float4 read + write of the same bytes (a write-back step's pattern)
 };
 
 // Kernels of a header are templates, so that several translation units may include it.
@@ -121,6 +123,17 @@ template <class Vec>
 __global__ void copy_kernel(const Vec* in, Vec* out, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
     out[i] = in[i];
+}
+
+/// Reads and rewrites every vector in place: the ceiling of a step that updates its state
+/// where it lies (slower than a copy between two buffers on HBM).
+template <class Vec>
+__global__ void inplace_kernel(Vec* data, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    Vec v = data[i];
+    v.x = -v.x, v.y = -v.y, v.z = -v.z, v.w = -v.w;
+    data[i] = v;
+  }
 }
 
 template <class Vec>
@@ -166,9 +179,11 @@ inline const device_bandwidth& measured_bandwidth() {
     const double memcpy_ms = median_ms(10, [&] { cudaMemcpy(out.get(), in.get(), bytes, cudaMemcpyDeviceToDevice); });
     const double kernel_ms = median_ms(10, [&] { copy_kernel<float4><<<132 * 16, 256>>>(in.get<float4>(), out.get<float4>(), n); });
     const double read_ms = median_ms(10, [&] { read_kernel<float4><<<132 * 16, 256>>>(in.get<float4>(), n, sink.get<float>()); });
+    const double inplace_ms = median_ms(10, [&] { inplace_kernel<float4><<<132 * 16, 256>>>(out.get<float4>(), n); });
     device_bandwidth r;
     r.copy_gbs = 2.0 * bytes / (std::min(memcpy_ms, kernel_ms) * 1e6);
     r.read_gbs = double(bytes) / (read_ms * 1e6);
+    r.inplace_gbs = 2.0 * bytes / (inplace_ms * 1e6);
     return r;
   }();
   return bw;
@@ -319,8 +334,10 @@ inline void set_bandwidth_counters(benchmark::State& state, double bytes, double
   state.counters["GBps"] = gbs;
   state.counters["pct_copy_bw"] = 100.0 * gbs / bw.copy_gbs;
   state.counters["pct_read_bw"] = 100.0 * gbs / bw.read_gbs;
+  state.counters["pct_inplace_bw"] = 100.0 * gbs / bw.inplace_gbs;
   state.counters["copy_bw_GBps"] = bw.copy_gbs;
   state.counters["read_bw_GBps"] = bw.read_gbs;
+  state.counters["inplace_bw_GBps"] = bw.inplace_gbs;
 }
 
 /// Steps per timed graph: a whole window for replay, 16 for the write-back step.

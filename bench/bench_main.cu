@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
     const auto& bw = replayssm_bench::measured_bandwidth();
     benchmark::AddCustomContext("copy_bandwidth_GBps", std::to_string(bw.copy_gbs));
     benchmark::AddCustomContext("read_bandwidth_GBps", std::to_string(bw.read_gbs));
+    benchmark::AddCustomContext("inplace_bandwidth_GBps", std::to_string(bw.inplace_gbs));
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

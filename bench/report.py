@@ -53,15 +53,16 @@ def us(b):
 def step_tables(rows, shape, mode):
     batches = sorted({k[4] for k in rows if k[1] == shape and k[2] == mode and k[0] == "writeback"})
     out = [f"\n**{shape}, state {mode}, BF16 inputs** (median us per step; replay = mean over whole windows)\n",
-           "| batch | writeback us | writeback % copy | W8 us | W16 us | W16 GB/s | W16 % copy | W16 % read | W32 us | speedup W8 | speedup W16 | speedup W32 |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| batch | writeback us | writeback % copy | writeback % in-place | W8 us | W16 us | W16 GB/s | W16 % copy | W16 % read | W32 us | speedup W8 | speedup W16 | speedup W32 |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in batches:
         writeback = rows[("writeback", shape, mode, "", n)]
         rep = {w: rows.get(("replay", shape, mode, w, n)) for w in ("W8", "W16", "W32")}
         time = {w: r and us(r) for w, r in rep.items()}
         speedup = {w: t and us(writeback) / t for w, t in time.items()}
         w16 = rep["W16"] or {}
-        out.append(f"| {n} | {us(writeback):.1f} | {writeback['pct_copy_bw']:.1f} | {fmt(time['W8'], '.1f')} | "
+        out.append(f"| {n} | {us(writeback):.1f} | {writeback['pct_copy_bw']:.1f} | "
+                   f"{fmt(writeback.get('pct_inplace_bw'), '.1f')} | {fmt(time['W8'], '.1f')} | "
                    f"{fmt(time['W16'], '.1f')} | {fmt(w16.get('GBps'), '.0f')} | {fmt(w16.get('pct_copy_bw'), '.1f')} | "
                    f"{fmt(w16.get('pct_read_bw'), '.1f')} | {fmt(time['W32'], '.1f')} | {fmt(speedup['W8'], '.2f')} | "
                    f"{fmt(speedup['W16'], '.2f')} | {fmt(speedup['W32'], '.2f')} |")
@@ -196,8 +197,11 @@ def main():
     parser.add_argument("--plot")
     args = parser.parse_args()
     context, rows, spec, gdn, gdn_spec = load(args.results)
+    # Runs before 2026-11-30 18:00 UTC measured no in-place ceiling.
+    inplace = context.get("inplace_bandwidth_GBps")
+    inplace = f", in-place read + write {float(inplace):.0f} GB/s" if inplace else ""
     print(f"Device copy bandwidth {float(context['copy_bandwidth_GBps']):.0f} GB/s, "
-          f"read bandwidth {float(context['read_bandwidth_GBps']):.0f} GB/s (measured by the benchmark); "
+          f"read bandwidth {float(context['read_bandwidth_GBps']):.0f} GB/s{inplace} (measured by the benchmark); "
           f"run {context['date']}.")
     # A run filtered to some benchmarks prints the tables it has data for.
     for shape in ("nano", "super"):
