@@ -237,16 +237,17 @@ __device__ void key_dots(const warp_window<Policy, Act, false>& w, const entry_r
 #pragma unroll
   for (int j = 0; j < W; ++j) dot[j] = 0.0f;
   for (int32_t n = lane * 4; n < N; n += 128) {
-    float c[4];
+    float c[4], b[W][4];
     load_activations<4>(entry.in.C.at(0) + n, c);
+    // Every entry's loads issue before any is used, with no branch between them: one memory
+    // round trip, where a load, use and test per entry made one per entry. Entries past the
+    // window load the token's row again and are not summed.
 #pragma unroll
-    for (int j = 0; j < W; ++j) {
-      if (j >= seen) break;
-      float b[4];
-      load_activations<4>(entry.B(j) + n, b);
+    for (int j = 0; j < W; ++j) load_activations<4>(entry.B(j < seen ? j : seen - 1) + n, b[j]);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) dot[j] = math::fma(b[e], c[e], dot[j]);
-    }
+    for (int j = 0; j < W; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dot[j] = j < seen ? math::fma(b[j][e], c[e], dot[j]) : dot[j];
   }
   const value_share share = reduce_scatter(dot, 32, lane);
   if (!share.owner) return;
