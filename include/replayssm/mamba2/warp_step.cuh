@@ -300,7 +300,7 @@ __device__ void write_outputs(const warp_window<Policy, Act, Flush>& w, const ma
   }
 }
 
-// A flush lane's keys B_j (j < window) of its unit's `U` columns: held in registers
+/// A flush lane's keys B_j (j < window) of its unit's `U` columns: held in registers
 /// (`InRegisters`, loaded from global memory once) or read per use from the rows the
 /// layout stages in shared memory.
 template <int W, int U, class Act, bool InRegisters>
