@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cuda.cuh
 /// The ready-made CUDA kernels of the Gated DeltaNet steps (decode, speculative verify and the
-/// snapshot baseline) and their launchers, built from the same head step as the CPU path:
-/// one block per (request, value head). Commits and device error flags are shared by every
-/// recurrence (runtime/cuda_launch.cuh).
+/// snapshot baseline) and their launchers. A replay decode step reads on the warp read step
+/// (gated_deltanet/warp_step.cuh: one warp per value head, the state streamed) and flushes
+/// on the head step of the CPU path, one block per (request, value head), as do write-back,
+/// verify and snapshot steps and the shapes the warp step does not cover. Commits and device
+/// error flags are shared by every recurrence (runtime/cuda_launch.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,6 +14,7 @@
 #include "replayssm/gated_deltanet/params.hpp"
 #include "replayssm/gated_deltanet/snapshot.hpp"
 #include "replayssm/gated_deltanet/validate.hpp"
+#include "replayssm/gated_deltanet/warp_step.cuh"
 #include "replayssm/replay/executor.hpp"
 #include "replayssm/runtime/cuda_launch.cuh"
 #include "replayssm/runtime/gpu_tuning.hpp"
@@ -26,15 +29,37 @@ template <bool Streaming>
 using gdn_executor = basic_block_executor<gdn_row_lanes<Streaming>>;
 
 /// One block runs one value head of one request: a decode or verify step of the planned
-/// requests.
-template <class Policy, class Act, int Threads, step_kind Kind>
+/// requests (`FlushesOnly`: of those planned to flush; a warp launch steps the others).
+template <class Policy, class Act, int Threads, step_kind Kind, bool FlushesOnly = false>
 __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<Policy::is_writeback, Kind>>)
     gdn_decode_kernel(const gdn_params<Act> p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "gdn_decode_kernel: Threads must be whole warps");
-  detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-    const gdn_head_views<Policy, Act> v(p, b, h, slot);
-    return gdn_head_step<Kind>(gdn_executor<Policy::is_writeback>{}, v.in, v.state, p.shape(), scratch);
-  });
+  detail::run_request_head(
+      p,
+      [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+        const gdn_head_views<Policy, Act> v(p, b, h, slot);
+        return gdn_head_step<Kind>(gdn_executor<Policy::is_writeback>{}, v.in, v.state, p.shape(), scratch);
+      },
+      FlushesOnly);
+}
+
+/// The read warp kernel: each warp reads one value head of one request planned to read
+/// (gated_deltanet/warp_step.cuh); a block holds `blockDim.x / 32` value heads of a request.
+template <class Policy, class Act, warp::copy_engine Engine>
+__global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks)
+    gdn_warp_read_kernel(const gdn_params<Act> p, uint32_t warp_bytes) {
+  extern __shared__ float4 warp_storage[];
+  const int32_t b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int32_t h = int32_t(blockIdx.x * (blockDim.x / 32)) + warp;
+  if (h >= p.heads || p.request_plans[b] != request_plan::read) return;
+  const gdn_head_views<Policy, Act> v(p, b, h, request_slot(p, b));
+  const gdn_layer_shape shape = p.shape();
+  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + warp * warp_bytes;
+  // The stream starts before the cursor is read: its latency hides behind the state's.
+  auto stream = warp::start_gdn_stream<Engine>(v.state, shape, smem, lane);
+  const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
+  warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);
+  if (lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, step_kind::decode);
 }
 
 /// The snapshot baseline's verify step: one block per (request, value head), a row per thread.
@@ -50,11 +75,60 @@ namespace detail {
 
 /// A decode or verify step for every request of `p` (device memory): the plans, then the
 /// step of the requests planned to run.
+/// Launches the read warp kernel over every request (those planned to read step). Warps
+/// per block are chosen for occupancy (`choose_warp_geometry`).
+template <class Policy, warp::copy_engine Engine, class Act>
+status launch_gdn_warp_read(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+  const uint32_t warp_bytes = warp::gdn_warp_layout<Policy>::make(p.shape()).bytes;
+  if (warp_bytes + uint32_t(d.reserved_per_block) > uint32_t(d.shared_per_block))
+    return status::error("gated_deltanet: a warp read step of this shape and window needs " +
+                         std::to_string(warp_bytes) + " bytes of shared memory, more than the device's " +
+                         std::to_string(d.shared_per_block));
+  auto kernel = gdn_warp_read_kernel<Policy, Act, Engine>;
+  if (const cudaError_t e =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.shared_per_block);
+      e != cudaSuccess)
+    return cuda_error("raising the kernel's shared memory limit", e);
+  const warp_geometry g = choose_warp_geometry(kernel, d, warp_bytes, int64_t(p.batch) * p.heads, /*max_parts=*/1);
+  const int heads_per_block = g.warps_per_block;
+  kernel<<<dim3((p.heads + heads_per_block - 1) / heads_per_block, p.batch), heads_per_block * 32,
+           size_t(heads_per_block) * warp_bytes, stream>>>(p, warp_bytes);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
+  return {};
+}
+
+/// Whether the read step of `p` can stream with the bulk copy engine on this device.
+template <class Policy, class Act>
+bool gdn_bulk_copies_fit(const gdn_params<Act>& p, const device_limits& d) {
+  using stream_t = typename warp::gdn_warp_config<Policy>::template stream<warp::copy_engine::bulk>;
+  const int64_t elements = int64_t(p.value_dim) * p.key_dim;
+  if constexpr (Policy::shared_state)
+    return d.major >= 9 && stream_t::bulk_ok(elements, p.checkpoint, p.checkpoint_scales);
+  else
+    return d.major >= 9 && stream_t::bulk_ok(elements, p.read_copy, p.read_copy_scales);
+}
+
+/// A decode step for every request of `p` (device memory): the plans, then the step of the
+/// requests planned to run. A replay step whose shape the warp read step covers reads on it
+/// (copy engine `Engine`, or the bulk engine where it can) and flushes on the head step.
 template <class Policy, int Threads, step_kind Kind, class Act>
-status gdn_tokens_step(const gdn_params<Act>& p, cudaStream_t stream) {
+status gdn_tokens_step(const gdn_params<Act>& p, cudaStream_t stream, const warp::copy_engine* engine = nullptr) {
   if (status s = validate_gdn<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
   if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
   const size_t smem = gdn_scratch_layout::make(p.shape(), Policy::window, p.tokens).bytes();
+  if constexpr (Kind == step_kind::decode && !Policy::is_writeback) {
+    if (p.batch > 0 && warp::gdn_warp_config<Policy>::supported(p.shape())) {
+      device_limits d;
+      if (status s = query_device(d); !s) return s;
+      const bool bulk = engine != nullptr ? *engine == warp::copy_engine::bulk : gdn_bulk_copies_fit<Policy>(p, d);
+      if (status s = bulk ? launch_gdn_warp_read<Policy, warp::copy_engine::bulk>(p, d, stream)
+                          : launch_gdn_warp_read<Policy, warp::copy_engine::lanes>(p, d, stream);
+          !s)
+        return s;
+      return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, Kind, true>, p, smem, Threads, stream,
+                                "gated_deltanet");
+    }
+  }
   return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream, "gated_deltanet");
 }
 

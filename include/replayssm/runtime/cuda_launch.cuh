@@ -33,14 +33,16 @@ __device__ __forceinline__ void report(const Params& p, int32_t b, uint32_t erro
 /// The body of every per-(request, head) kernel, the device twin of the CPU's
 /// `for_each_request_head`: block (h, b) runs `head(b, h, slot, scratch)` on its dynamic shared
 /// memory unless request b is padding or planned to be skipped (`plan_requests_kernel` ran
-/// first and reported it), and reports the head step's own error bits.
+/// first and reported it), or only flushes run (`flushes_only`: a warp launch reads) and b
+/// reads; and reports the head step's own error bits.
 template <class Params, class HeadStep>
-__device__ __forceinline__ void run_request_head(const Params& p, HeadStep&& head) {
+__device__ __forceinline__ void run_request_head(const Params& p, HeadStep&& head, bool flushes_only = false) {
   extern __shared__ float4 scratch_storage[];
   const int32_t h = blockIdx.x, b = blockIdx.y;
   const int32_t slot = request_slot(p, b);
   // The plan already excluded padding and slots out of range.
-  if (p.request_plans[b] == request_plan::skip) return;
+  const request_plan plan = p.request_plans[b];
+  if (plan == request_plan::skip || (flushes_only && plan != request_plan::flush)) return;
   const uint32_t errors = head(b, h, slot, reinterpret_cast<float*>(scratch_storage));
   if (threadIdx.x == 0) report(p, b, errors);
 }
@@ -79,9 +81,10 @@ struct warp_geometry {
 /// The geometry of a warp kernel with `warp_bytes` of shared memory per warp over `heads`
 /// (request, head) pairs: the block size that keeps the most warps resident per SM (fewer
 /// warps per block pack shared memory more tightly), and a head's rows split over up to
-/// warp_step_threads / 32 warps when the heads alone would leave most of those warps idle.
+/// `max_parts` warps when the heads alone would leave most of those warps idle.
 template <class Kernel>
-warp_geometry choose_warp_geometry(Kernel kernel, const device_limits& d, uint32_t warp_bytes, int64_t heads) {
+warp_geometry choose_warp_geometry(Kernel kernel, const device_limits& d, uint32_t warp_bytes, int64_t heads,
+                                   int max_parts = warp_step_threads / 32) {
   auto resident_warps = [&](int warps) {
     int blocks = 0;
     if (size_t(warps) * warp_bytes > size_t(d.shared_per_block) ||
@@ -95,7 +98,7 @@ warp_geometry choose_warp_geometry(Kernel kernel, const device_limits& d, uint32
   for (int warps = 2; warps <= warp_step_threads / 32; warps *= 2)
     if (const int r = resident_warps(warps); r >= best) best = r, g.warps_per_block = warps;
   const int64_t slots = int64_t(best) * d.multiprocessors;
-  while (g.parts < warp_step_threads / 32 && heads * g.parts * 2 <= slots && resident_warps(g.parts * 2) > 0)
+  while (g.parts < max_parts && heads * g.parts * 2 <= slots && resident_warps(g.parts * 2) > 0)
     g.parts *= 2;
   if (g.parts > 1) g.warps_per_block = g.parts;
   return g;

@@ -37,6 +37,10 @@ inline constexpr int warp_step_threads = 128;
 template <bool HoldsKeys>
 inline constexpr int warp_step_min_blocks = HoldsKeys ? 3 : 4;
 
+/// Blocks per SM the Gated DeltaNet warp read step's registers are capped for: its shared
+/// memory (about 21 KB per warp) allows no more warps than that.
+inline constexpr int gdn_warp_min_blocks = 2;
+
 /// Lanes of a Gated DeltaNet state row: the write-back and snapshot steps stream the state
 /// and are best with a whole row per thread; replay steps, bound by the latency of their
 /// staging, with four lanes per row and more blocks.

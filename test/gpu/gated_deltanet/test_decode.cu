@@ -36,6 +36,27 @@ TEST_CASE("gpu and cpu gdn steps are bit-identical", "[gpu][gdn][decode]") {
   require_bit_identical<gdn_harness, replay_policy<8, nvfp4_format, fp16_format>, float>({gdn_odd_shape, 3, 5, 19}, 20);
 }
 
+TEST_CASE("the gdn warp read step matches the CPU in every read format and copy engine", "[gpu][gdn][decode]") {
+  // The Qwen3.5 shape reads on the warp step; phases differ per slot, so reads and flushes mix.
+  const gdn_case c{qwen35_4b, 5, 7, 29};
+  require_bit_identical<gdn_harness, replay_policy<8, nvfp4_format, fp16_format, round_stochastic>, bfloat16_t>(c, 20);
+  require_bit_identical<gdn_harness, replay_policy<8, fp8_e4m3_format, fp16_format, round_stochastic>, bfloat16_t>(
+      c, 20);
+  require_bit_identical<gdn_harness, replay_policy<4, fp16_format, fp32_format, round_stochastic>, float>(c, 12);
+  using runner = device_recurrence<gdn_params<bfloat16_t>>;
+  runner::lanes_copy_engine = true;
+  require_bit_identical<gdn_harness, replay_policy<16, fp32_format>, bfloat16_t>(c, 20);
+  require_bit_identical<gdn_harness, gdn_policy<replay_policy<8, bf16_format, fp32_format>, gdn_window::raw_inputs>,
+                        bfloat16_t>(c, 20);
+  runner::lanes_copy_engine = false;
+}
+
+TEST_CASE("gpu gdn replay on the Qwen3.5 shape with staggered phases", "[gpu][gdn][decode][model]") {
+  // Outputs only: with staggered phases the checkpoints hold different steps per slot (the
+  // bit-identity tests compare them with the CPU's).
+  CHECK(gpu_gdn_scenario<replay_policy<16, fp32_format>, float>({qwen35_4b, 7, 9, 31}, 4 * 16 + 3, true).output < 1e-5);
+}
+
 TEST_CASE("the device reports bad gdn slots and cursors and skips their requests", "[gpu][gdn][validation]") {
   require_device_skips_bad_rows<gdn_harness, replay_policy<8, fp32_format>>({gdn_odd_shape, 2, 3, 5}, true);
 }

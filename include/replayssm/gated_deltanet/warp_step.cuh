@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file warp_step.cuh
+/// A Gated DeltaNet read step of one value head run by one warp, on the streaming structure
+/// of the Mamba-2 warp steps (docs/kernels.md): the head's read copy streams through the
+/// warp's ring (warp/state_stream.cuh), started before any other load; meanwhile the
+/// window's u rows are copied asynchronously into the warp's shared memory and the token's
+/// q and k are normalized; the one pass over the stream queries the state with both k_t (for
+/// the corrected value u_t) and q_t (for the output); the window's terms come after it. No
+/// block barrier: every warp is independent.
+///
+/// Each lane owns V / 32 rows of the head (rows lane, lane + 32, ...): the state's chunk
+/// order (`gdn_state_chunk`: a unit of columns of every row, then the next unit) puts the
+/// lanes' rows side by side in every stage, so a lane's dot products need no shuffle. They
+/// follow the four-chain order of the head step's `partial_dot`, and the window terms its
+/// order too, so that u_t, which a later flush folds into the checkpoint, has the CPU's bits.
+///
+/// In an engine's kernel, per warp, with `gdn_warp_layout<Policy>::make(shape).bytes` of
+/// shared memory (128-byte aligned) and the views of `gdn_head_views`:
+///
+///     auto stream = warp::start_gdn_stream<Engine>(v.state, shape, smem, lane);
+///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);  // after the stream starts
+///     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);
+///     if (lane == 0) *v.state.cursor = next_cursor(plan, step_kind::decode);
+///
+/// A step that flushes (its token fills the window) runs the head step instead.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "replayssm/gated_deltanet/head_step.hpp"
+#include "replayssm/gated_deltanet/recurrence.hpp"
+#include "replayssm/numeric/activation.hpp"
+#include "replayssm/replay/scalar_decay.hpp"
+#include "replayssm/replay/step_plan.hpp"
+#include "replayssm/warp/async_copy.cuh"
+#include "replayssm/warp/state_stream.cuh"
+
+namespace replayssm {
+namespace warp {
+
+/// Stage sizes and the shapes of the Gated DeltaNet warp read step.
+template <class Policy>
+struct gdn_warp_config {
+  using format = typename Policy::read_format;
+  static constexpr int window = Policy::window;
+  /// Value rows of a head: four per lane.
+  static constexpr int value_dim = 128, rows_per_lane = value_dim / 32;
+  /// A stage holds 4 KB of stored data whatever the format (as for Mamba-2): whole units of
+  /// columns of every row.
+  static constexpr int stage_chunks = 4096 / format::data_bytes_per_chunk;
+  static constexpr int units_per_stage = stage_chunks / value_dim;
+  static constexpr int stage_columns = units_per_stage * format::chunk_elems;
+  static constexpr int stages = 3;
+  static_assert(units_per_stage >= 1 && stage_chunks % value_dim == 0, "gdn_warp_config: a stage holds whole units");
+  static_assert(format::chunk_elems <= gdn_column_block && gdn_column_block % format::chunk_elems == 0,
+                "gdn_warp_config: a chunk lies within one column block");
+  template <copy_engine Engine>
+  using stream = state_stream<format, stage_chunks * format::chunk_elems, stages, Engine>;
+
+  /// Whether a layer of this shape runs on the warp read step (other shapes take the block
+  /// kernels).
+  __host__ __device__ static constexpr bool supported(gdn_layer_shape s) {
+    return s.value_dim == value_dim && s.key_dim % stage_columns == 0 && s.key_dim % gdn_column_block == 0;
+  }
+};
+
+/// One warp's shared memory for a read step (bytes, 16-byte aligned regions): the stream's
+/// ring, the window's u rows, the token's normalized k and q, then per-entry floats.
+template <class Policy>
+struct gdn_warp_layout {
+  static constexpr int window = Policy::window;
+  static constexpr uint32_t stream_bytes =
+      sizeof(typename gdn_warp_config<Policy>::template stream<copy_engine::bulk>::TempStorage);
+  uint32_t u_pitch;  ///< bytes per u row
+  uint32_t u, key, query, log_decay, key_coef, query_coef, bytes;
+
+  static constexpr uint32_t align16(uint32_t n) { return (n + 15u) / 16u * 16u; }
+  __host__ __device__ static gdn_warp_layout make(gdn_layer_shape s) {
+    gdn_warp_layout l{};
+    l.u_pitch = align16(uint32_t(s.value_dim) * 4);
+    uint32_t at = stream_bytes;
+    auto take = [&at](uint32_t n) {
+      const uint32_t start = at;
+      at += align16(n);
+      return start;
+    };
+    l.u = take(window * l.u_pitch);
+    l.key = take(uint32_t(s.key_dim) * 4);
+    l.query = take(uint32_t(s.key_dim) * 4);
+    l.log_decay = take((window + 1) * 4);
+    l.key_coef = take(window * 4);
+    l.query_coef = take((window + 1) * 4);
+    l.bytes = (at + 127u) / 128u * 128u;
+    return l;
+  }
+};
+
+/// The stream a read step of a head consumes (its read copy, or the checkpoint in shared
+/// mode), started at once: call it before any other load of the step.
+template <copy_engine Engine, class Policy, class Act>
+__device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, uint8_t* smem, int lane) {
+  using stream_t = typename gdn_warp_config<Policy>::template stream<Engine>;
+  auto& storage = *reinterpret_cast<typename stream_t::TempStorage*>(smem);
+  const int32_t elements = s.value_dim * s.key_dim;
+  if constexpr (Policy::shared_state)
+    return stream_t(storage, st.checkpoint, 0, elements, lane);
+  else
+    return stream_t(storage, st.read_copy, 0, elements, lane);
+}
+
+namespace detail {
+
+using replayssm::detail::gdn_dot_chains;
+
+/// A row's dot products in the head step's four-chain order (`partial_dot`): chain c sums
+/// the column blocks b with b % 4 == c. The stream walks the blocks in order, so the chain
+/// a block feeds is always slot 0 of a rotating set: after each block the slots turn by one.
+template <int Rows>
+struct row_chains {
+  float acc[Rows][gdn_dot_chains] = {};
+
+  /// Turns the slots by one block: slot 0 becomes the next block's chain.
+  __device__ void turn() {
+#pragma unroll
+    for (int i = 0; i < Rows; ++i) {
+      const float first = acc[i][0];
+#pragma unroll
+      for (int c = 0; c + 1 < gdn_dot_chains; ++c) acc[i][c] = acc[i][c + 1];
+      acc[i][gdn_dot_chains - 1] = first;
+    }
+  }
+  /// Row i's dot product after `blocks` column blocks: (0 + 1) + (2 + 3) over the chains.
+  __device__ float total(int i, int blocks) const {
+    float c[gdn_dot_chains];
+#pragma unroll
+    for (int k = 0; k < gdn_dot_chains; ++k) c[k] = acc[i][k];
+    // Slot s holds chain (s + blocks) % 4.
+    for (int turned = blocks % gdn_dot_chains; turned > 0; --turned) {
+      const float last = c[gdn_dot_chains - 1];
+#pragma unroll
+      for (int k = gdn_dot_chains - 1; k > 0; --k) c[k] = c[k - 1];
+      c[0] = last;
+    }
+    return math::add(math::add(c[0], c[1]), math::add(c[2], c[3]));
+  }
+};
+
+/// The L2 normalization of the token's K-vector `in` into shared `out` (scaled by `scale`),
+/// with the bits of `l2_normalize`: lane c < K / 16 sums chunk c's squares in index order,
+/// every lane adds the chunk sums in chunk order.
+template <class Act>
+__device__ void warp_l2_normalize(const Act* in, int32_t K, float* out, float scale, int lane) {
+  const int chunks = l2_normalize_scratch(K);
+  float chunk_sum = 0.0f;
+  if (lane < chunks)
+    for (int i = lane * l2_normalize_chunk; i < (lane + 1) * l2_normalize_chunk && i < K; ++i) {
+      const float x = to_float(in[i]);
+      chunk_sum = math::fma(x, x, chunk_sum);
+    }
+  float sum = 0.0f;
+  for (int c = 0; c < chunks; ++c) sum = math::add(sum, __shfl_sync(0xffffffffu, chunk_sum, c));
+  const float norm = math::sqrt(math::add(sum, gated_deltanet::l2_norm_eps));
+  for (int32_t i = lane; i < K; i += 32) out[i] = math::mul(math::div(to_float(in[i]), norm), scale);
+}
+
+/// The window's coefficients, with the bits of `stage_gdn_coefficients` for one token at
+/// entry L: key_coef[e] = exp(decay e -> L) (k_e . k_L) for e < L and query_coef[e] =
+/// exp(decay e -> L) (k_e . q) for e <= L, from the log decays in shared memory. Four lanes
+/// form each dot (a chain each); entry e < L's key comes from the window ring.
+template <int W, class Policy, class Act>
+__device__ void window_coefficients(const gdn_head_state<Policy, Act>& st, const step_plan& plan, int32_t K,
+                                    const float* key, const float* query, const float* log_decay, float* key_coef,
+                                    float* query_coef, int lane) {
+  const int32_t L = plan.length, chain = lane % gdn_dot_chains;
+  constexpr int groups = 32 / gdn_dot_chains;
+#pragma unroll
+  for (int round = 0; round < (W + groups - 1) / groups; ++round) {
+    const int32_t e = lane / gdn_dot_chains + round * groups;
+    if (e > L) break;  // the same for a group's four lanes
+    const float* k_e = e < L ? st.window_k + plan.ring_slot(e) * st.window_k_stride : key;
+    float dk = 0.0f, dq = 0.0f;
+    for (int32_t b = chain; b * gdn_column_block < K; b += gdn_dot_chains) {
+#pragma unroll
+      for (int c = 0; c < gdn_column_block; ++c) {
+        const int32_t col = b * gdn_column_block + c;
+        const float k = k_e[col];
+        dk = math::fma(k, key[col], dk);
+        dq = math::fma(k, query[col], dq);
+      }
+    }
+    // The chains meet as the block executor's `row_sum` pairs them: (0 + 1) + (2 + 3).
+    const unsigned group_mask = 0xfu << (lane & ~3);
+    dk += __shfl_xor_sync(group_mask, dk, 1);
+    dk += __shfl_xor_sync(group_mask, dk, 2);
+    dq += __shfl_xor_sync(group_mask, dq, 1);
+    dq += __shfl_xor_sync(group_mask, dq, 2);
+    if (chain == 0) {
+      const float decay = math::exp(suffix_log_decay(log_decay, e, L + 1));
+      if (e < L) key_coef[e] = math::mul(decay, dk);
+      query_coef[e] = math::mul(decay, dq);
+    }
+  }
+}
+
+}  // namespace detail
+
+/// A read step of one value head by one warp, from `stream` (`start_gdn_stream`; `smem` the
+/// warp's `gdn_warp_layout<Policy>` bytes): the output and u of the token from the read copy
+/// and the window, the token appended (k by the key head's appending value head). `plan`
+/// must not write the checkpoint. The cursor is the caller's to advance.
+template <class Stream, class Policy, class Act>
+__device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
+                              gdn_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
+  using config = gdn_warp_config<Policy>;
+  using format = typename config::format;
+  constexpr int R = config::rows_per_lane, UPS = config::units_per_stage, Kc = format::chunk_elems;
+  constexpr int W = Policy::window, V = config::value_dim;
+  const int32_t K = s.key_dim, L = plan.length;
+  const auto l = gdn_warp_layout<Policy>::make(s);
+  auto floats = [&](uint32_t offset) { return reinterpret_cast<float*>(smem + offset); };
+
+  // The window's u rows, in flight while the token's inputs are read.
+  for (int32_t e = 0; e < L; ++e)
+    lanes_copy(smem + l.u + e * l.u_pitch, st.window_u + plan.ring_slot(e) * st.window_u_stride, V * 4, lane);
+  lanes_commit();
+  float v[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) v[i] = to_float(in.v.at(0)[lane + 32 * i]);
+  const float beta = gated_deltanet::write_strength(to_float(in.b.at(0)[0]));
+  const float token_log_decay = gated_deltanet::log_decay(to_float(in.a.at(0)[0]), in.A_log, in.dt_bias);
+  float* key = floats(l.key);
+  float* query = floats(l.query);
+  detail::warp_l2_normalize(in.k.at(0), K, key, 1.0f, lane);
+  detail::warp_l2_normalize(in.q.at(0), K, query, gated_deltanet::query_scale(K), lane);
+  float* log_decay = floats(l.log_decay);
+  for (int32_t e = lane; e <= L; e += 32)
+    log_decay[e] = e < L ? st.window_g[plan.ring_slot(e) * st.window_g_stride] : token_log_decay;
+  __syncwarp();
+
+  // The pass over the state: each lane's rows with k_t and q_t, chain by chain.
+  detail::row_chains<R> by_key, by_query;
+  stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
+    const int32_t column0 = stage * config::stage_columns;
+#pragma unroll
+    for (int unit = 0; unit < UPS; ++unit) {
+      const int32_t column = column0 + unit * Kc;
+      float k[Kc], q[Kc];
+      load_scratch(key + column, k);
+      load_scratch(query + column, q);
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const int chunk = unit * V + lane + 32 * i;
+        float x[Kc];
+        format::decode(data + chunk * format::data_bytes_per_chunk, scales + chunk * format::scale_bytes_per_chunk, x);
+#pragma unroll
+        for (int e = 0; e < Kc; ++e) {
+          by_key.acc[i][0] = math::fma(x[e], k[e], by_key.acc[i][0]);
+          by_query.acc[i][0] = math::fma(x[e], q[e], by_query.acc[i][0]);
+        }
+      }
+      // A unit that closes a column block turns the chains.
+      if ((column + Kc) % gdn_column_block == 0) by_key.turn(), by_query.turn();
+    }
+  });
+
+  // The window's terms, after the stream.
+  float* key_coef = floats(l.key_coef);
+  float* query_coef = floats(l.query_coef);
+  detail::window_coefficients<W>(st, plan, K, key, query, log_decay, key_coef, query_coef, lane);
+  const float state_decay = math::exp(suffix_log_decay(log_decay, -1, L + 1));
+  lanes_wait<0>();
+  __syncwarp();
+  const int32_t ring = plan.ring_slot(L);
+  const int blocks = K / gdn_column_block;
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int32_t p = lane + 32 * i;
+    float key_term = math::mul(state_decay, by_key.total(i, blocks));
+    float query_term = math::mul(state_decay, by_query.total(i, blocks));
+    for (int32_t e = 0; e < L; ++e) {
+      const float u_e = floats(l.u + e * l.u_pitch)[p];
+      key_term = math::fma(key_coef[e], u_e, key_term);
+      query_term = math::fma(query_coef[e], u_e, query_term);
+    }
+    const float u = math::mul(beta, math::add(v[i], -key_term));
+    query_term = math::fma(query_coef[L], u, query_term);
+    in.o.at(0)[p] = from_float<Act>(query_term);
+    st.window_u[ring * st.window_u_stride + p] = u;
+    if constexpr (keeps_raw_inputs<Policy>) st.window_v[ring * st.window_v_stride + p] = in.v.at(0)[p];
+  }
+  if (st.appends_key)
+    for (int32_t c = lane; c < K; c += 32) st.window_k[ring * st.window_k_stride + c] = key[c];
+  if (lane == 0) {
+    st.window_g[ring * st.window_g_stride] = token_log_decay;
+    if constexpr (keeps_raw_inputs<Policy>) st.window_beta[ring * st.window_beta_stride] = beta;
+  }
+}
+
+}  // namespace warp
+}  // namespace replayssm
