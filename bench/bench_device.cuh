@@ -361,6 +361,72 @@ void time_decode_steps(benchmark::State& state, Layer& layer) {
   cudaStreamDestroy(stream);
 }
 
+/// Every cursor of `layer` at `length` entries with one flush done (a step then flushes or
+/// reads).
+template <class Layer>
+void set_cursors(Layer& layer, int32_t length) {
+  std::vector<replay_cursor> c(size_t(layer.num_slots) * size_t(layer.p.heads), replay_cursor{length, 1u, 0, 0});
+  cuda_check(cudaMemcpy(layer.p.cursors, c.data(), c.size() * sizeof(replay_cursor), cudaMemcpyHostToDevice),
+             "cursors");
+}
+
+/// Replay's flush step and read steps, each timed alone (all requests in the same phase):
+/// the read step at the start of a window (its token the only entry) and at its end (the
+/// window's last read step, W - 1 entries before the token). Counters flush_us, read_us and
+/// late_read_us.
+template <class Layer>
+void time_flush_and_read(benchmark::State& state, Layer& layer) {
+  constexpr int W = Layer::policy::window;
+  std::vector<double> flush, read, late_read;
+  auto time_step_at = [&](int32_t length, std::vector<double>& into) {
+    set_cursors(layer, length);
+    into.push_back(median_ms(1, [&] { layer.step(nullptr); }, false));
+  };
+  for (auto _ : state) {
+    time_step_at(W - 1, flush);
+    time_step_at(0, read);
+    time_step_at(W - 2, late_read);
+    state.SetIterationTime((flush.back() + read.back()) * 1e-3);
+  }
+  auto median_us = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2] * 1e3;
+  };
+  state.counters["flush_us"] = median_us(flush);
+  state.counters["read_us"] = median_us(read);
+  state.counters["late_read_us"] = median_us(late_read);
+}
+
+/// Staggered phases (a layer built with `stagger`): every step has 1/W of the requests
+/// flushing. Per-step times of many consecutive steps, timed one by one: counters mean_us,
+/// p99_us and p99_over_mean.
+template <class Layer>
+void time_staggered(benchmark::State& state, Layer& layer) {
+  cudaEvent_t marks[2];
+  cudaEventCreate(&marks[0]);
+  cudaEventCreate(&marks[1]);
+  std::vector<double> steps;
+  layer.step(nullptr);
+  for (auto _ : state) {
+    cudaEventRecord(marks[0]);
+    layer.step(nullptr);
+    cudaEventRecord(marks[1]);
+    cuda_check(cudaEventSynchronize(marks[1]), "step");
+    float ms = 0;
+    cudaEventElapsedTime(&ms, marks[0], marks[1]);
+    steps.push_back(ms * 1e-3);
+    state.SetIterationTime(steps.back());
+  }
+  std::sort(steps.begin(), steps.end());
+  const double mean = std::accumulate(steps.begin(), steps.end(), 0.0) / double(steps.size());
+  const double p99 = steps[std::min(steps.size() - 1, size_t(0.99 * double(steps.size())))];
+  state.counters["mean_us"] = mean * 1e6;
+  state.counters["p99_us"] = p99 * 1e6;
+  state.counters["p99_over_mean"] = p99 / mean;
+  cudaEventDestroy(marks[0]);
+  cudaEventDestroy(marks[1]);
+}
+
 /// Registers `fn(state, shape)` at each batch as `name/batch:N`, in manual time and
 /// microseconds; the caller sets how long it runs.
 template <class Fn, class Shape>

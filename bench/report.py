@@ -14,7 +14,7 @@ from collections import defaultdict
 
 NAME = re.compile(r"^(?P<kind>[a-z_]+)/(?P<shape>nano|super)/(?P<mode>[a-z0-9_]+)(?:/(?P<window>W\d+))?/batch:(?P<batch>\d+)")
 SPEC = re.compile(r"^spec_(?P<kind>replay|snapshot)/(?P<shape>nano|super)/fp32/W16/T(?P<drafts>\d+)/batch:(?P<batch>\d+)/")
-GDN_NAME = re.compile(r"^BM_gdn_(?P<kind>writeback|replay)/(?P<shape>[^/]+)/(?P<state>[a-z0-9_]+)"
+GDN_NAME = re.compile(r"^BM_gdn_(?P<kind>writeback|replay|flush_and_read|staggered)/(?P<shape>[^/]+)/(?P<state>[a-z0-9_]+)"
                       r"(?:/(?P<mode>corrected_values|raw_inputs))?(?:/(?P<window>W\d+))?/batch:(?P<batch>\d+)(?:/|$)")
 GDN_SPEC = re.compile(r"^BM_gdn_spec_(?P<kind>replay|snapshot)/(?P<shape>[^/]+)/fp32/W16/T(?P<drafts>\d+)/batch:(?P<batch>\d+)(?:/|$)")
 # Gated DeltaNet shapes of the benchmark: value heads, key heads, key and value head dims.
@@ -138,6 +138,26 @@ def gdn_step_table(gdn, shape):
     return "\n".join(out)
 
 
+def gdn_flush_table(gdn, shape):
+    """Gated DeltaNet, FP32 state: the flush and read steps alone per window mode, and staggered phases."""
+    out = [f"\n**Gated DeltaNet {GDN_SHAPES.get(shape, shape)}, FP32 state, W=16: flush and read steps alone, "
+           "and staggered flushes**\n",
+           "| window mode | batch | writeback us | writeback % in-place | flush us | flush / writeback | read step us (k=1) | "
+           "read step us (k=W-1) | staggered mean us | staggered speedup | staggered p99 / mean |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for mode in ("corrected_values", "raw_inputs"):
+        for n in sorted({k[4] for k in gdn if k[0] == "flush_and_read" and k[1] == shape and k[3] == mode}):
+            f = gdn[("flush_and_read", shape, "fp32", mode, n)]
+            s = gdn.get(("staggered", shape, "fp32", mode, n)) or {}
+            writeback = gdn.get(("writeback", shape, "fp32", "", n))
+            w = writeback and us(writeback)
+            out.append(f"| {mode} | {n} | {fmt(w, '.1f')} | {fmt(writeback and writeback.get('pct_inplace_bw'), '.1f')} | "
+                       f"{f['flush_us']:.1f} | {fmt(w and f['flush_us'] / w, '.2f')} | {f['read_us']:.1f} | "
+                       f"{f['late_read_us']:.1f} | {fmt(s.get('mean_us'), '.1f')} | "
+                       f"{fmt(w and s.get('mean_us') and w / s['mean_us'], '.2f')} | {fmt(s.get('p99_over_mean'), '.3f')} |")
+    return "\n".join(out)
+
+
 def gdn_split_table(gdn, shape):
     """Gated DeltaNet, separate read copy and checkpoint, against writeback FP32 and FP32 replay."""
     states = sorted({k[2] for k in gdn if k[1] == shape and k[2].startswith("read_")})
@@ -161,13 +181,16 @@ def print_gdn(gdn, gdn_spec):
     shapes = sorted({k[1] for k in gdn}, key=lambda s: list(GDN_SHAPES).index(s) if s in GDN_SHAPES else len(GDN_SHAPES))
     for shape in shapes:
         print(gdn_step_table(gdn, shape))
+        if any(k[0] == "flush_and_read" and k[1] == shape for k in gdn):
+            print(gdn_flush_table(gdn, shape))
         if any(k[1] == shape and k[2].startswith("read_") for k in gdn):
             print(gdn_split_table(gdn, shape))
     for shape in sorted({k[1] for k in gdn_spec if k[0] == "replay"}):
         print(spec_table(gdn_spec, shape, f"Gated DeltaNet {GDN_SHAPES.get(shape, shape)}"))
 
 
-def plot(rows, path):
+def plot(rows, gdn, path):
+    """Replay's speedup over write-back per batch: Mamba-2 shapes and states, and Gated DeltaNet shapes."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -179,13 +202,20 @@ def plot(rows, path):
             if not batches:
                 continue
             speed = [us(rows[("writeback", shape, mode, "", n)]) / us(rows[("replay", shape, mode, "W16", n)]) for n in batches]
-            ax.plot(batches, speed, marker="o", label=f"{shape}, {mode} state, W=16")
+            ax.plot(batches, speed, marker="o", label=f"Mamba-2 {shape}, {mode} state, W=16")
+    for shape in GDN_SHAPES:
+        batches = sorted(k[4] for k in gdn if k[:3] == ("writeback", shape, "fp32")
+                         and ("replay", shape, "fp32", "corrected_values", k[4]) in gdn)
+        if batches:
+            speed = [us(gdn[("writeback", shape, "fp32", "", n)]) / us(gdn[("replay", shape, "fp32", "corrected_values", n)])
+                     for n in batches]
+            ax.plot(batches, speed, marker="s", linestyle="--", label=f"Gated DeltaNet {shape}, fp32 state, W=16")
     ax.axhline(1.0, color="gray", lw=0.8)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch (requests)")
     ax.set_ylabel("replay speedup over write-back")
-    ax.set_title("Mamba-2 decode step on one H200, BF16 inputs")
-    ax.legend()
+    ax.set_title("Decode step on one H200, BF16 inputs")
+    ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -218,7 +248,7 @@ def main():
     if gdn or gdn_spec:
         print_gdn(gdn, gdn_spec)
     if args.plot:
-        plot(rows, args.plot)
+        plot(rows, gdn, args.plot)
 
 
 if __name__ == "__main__":

@@ -55,12 +55,6 @@ struct mamba2_bench_layer : device_arena {
     cuda_check(cudaDeviceSynchronize(), "setup");
   }
 
-  /// Every cursor at `length` entries with one flush done (a step then flushes or reads).
-  void set_cursors(int32_t length) {
-    std::vector<replay_cursor> c(size_t(num_slots) * shape.heads, replay_cursor{length, 1u, 0, 0});
-    cuda_check(cudaMemcpy(p.cursors, c.data(), c.size() * sizeof(replay_cursor), cudaMemcpyHostToDevice), "cursors");
-  }
-
   void step(cudaStream_t stream) { cuda::mamba2_decode_step<Policy>(p, stream).throw_if_error(); }
 
   /// Modelled bytes of one step, averaged over a window.

@@ -22,60 +22,18 @@ void bm_step(benchmark::State& state, mamba2_layer_shape shape) {
   time_decode_steps(state, layer);
 }
 
-/// Replay's flush step and read steps, each timed alone (all requests in the same phase):
-/// the read step at the start of a window (its token the only entry) and at its end (the
-/// window's last read step, W - 1 entries before the token).
+/// Replay's flush step and read steps, each timed alone (time_flush_and_read).
 template <class Policy>
 void bm_flush_and_read(benchmark::State& state, mamba2_layer_shape shape) {
   mamba2_bench_layer<Policy> layer(shape, int(state.range(0)), false);
-  std::vector<double> flush, read, late_read;
-  auto time_step_at = [&](int32_t length, std::vector<double>& into) {
-    layer.set_cursors(length);
-    into.push_back(median_ms(1, [&] { layer.step(nullptr); }, false));
-  };
-  for (auto _ : state) {
-    time_step_at(Policy::window - 1, flush);
-    time_step_at(0, read);
-    time_step_at(Policy::window - 2, late_read);
-    state.SetIterationTime((flush.back() + read.back()) * 1e-3);
-  }
-  auto median_us = [](std::vector<double>& v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2] * 1e3;
-  };
-  state.counters["flush_us"] = median_us(flush);
-  state.counters["read_us"] = median_us(read);
-  state.counters["late_read_us"] = median_us(late_read);
+  time_flush_and_read(state, layer);
 }
 
-/// Staggered phases: every step has 1/W of the requests flushing. Per-step times of many
-/// consecutive steps, timed one by one: mean and 99th percentile.
+/// Staggered phases, step by step (time_staggered).
 template <class Policy>
 void bm_staggered(benchmark::State& state, mamba2_layer_shape shape) {
   mamba2_bench_layer<Policy> layer(shape, int(state.range(0)), true);
-  cudaEvent_t marks[2];
-  cudaEventCreate(&marks[0]);
-  cudaEventCreate(&marks[1]);
-  std::vector<double> steps;
-  layer.step(nullptr);
-  for (auto _ : state) {
-    cudaEventRecord(marks[0]);
-    layer.step(nullptr);
-    cudaEventRecord(marks[1]);
-    cuda_check(cudaEventSynchronize(marks[1]), "step");
-    float ms = 0;
-    cudaEventElapsedTime(&ms, marks[0], marks[1]);
-    steps.push_back(ms * 1e-3);
-    state.SetIterationTime(steps.back());
-  }
-  std::sort(steps.begin(), steps.end());
-  const double mean = std::accumulate(steps.begin(), steps.end(), 0.0) / double(steps.size());
-  const double p99 = steps[std::min(steps.size() - 1, size_t(0.99 * double(steps.size())))];
-  state.counters["mean_us"] = mean * 1e6;
-  state.counters["p99_us"] = p99 * 1e6;
-  state.counters["p99_over_mean"] = p99 / mean;
-  cudaEventDestroy(marks[0]);
-  cudaEventDestroy(marks[1]);
+  time_staggered(state, layer);
 }
 
 const std::vector<int64_t> batches{1, 8, 32, 64, 128, 256, 512};

@@ -166,43 +166,64 @@ __device__ void warp_l2_normalize(const Act* in, int32_t K, float* out, float sc
 }
 
 /// The window's coefficients, with the bits of `stage_gdn_coefficients` for one token at
-/// entry L: key_coef[e] = exp(decay e -> L) (k_e . k_L) for e < L and query_coef[e] =
-/// exp(decay e -> L) (k_e . q) for e <= L, from the log decays in shared memory. Four lanes
-/// form each dot (a chain each); entry e < L's key comes from the window ring.
-template <int W, class Policy, class Act>
-__device__ void window_coefficients(const gdn_head_state<Policy, Act>& st, const step_plan& plan, int32_t K,
-                                    const float* key, const float* query, const float* log_decay, float* key_coef,
-                                    float* query_coef, int lane) {
-  const int32_t L = plan.length, chain = lane % gdn_dot_chains;
-  constexpr int groups = 32 / gdn_dot_chains;
+/// entry L < W: key_coef[e] = exp(decay e -> L) (k_e . k_L) for e < L and query_coef[e] =
+/// exp(decay e -> L) (k_e . q) for e <= L. Four lanes form each dot (a chain each): lane
+/// `lane` takes entries lane / 4, lane / 4 + 8, ... Their keys load into registers at
+/// construction, all before any is used, so that they arrive with the token's own inputs.
+template <int W>
+struct window_keys {
+  static constexpr int groups = 32 / gdn_dot_chains, rounds = (W + groups - 1) / groups;
+  static constexpr int columns = gdn_max_key_dim / gdn_dot_chains;  ///< a chain's columns at most
+  float k[rounds][columns];
+
+  /// Loads the chain's columns of the window's keys (entries < L; others are not read).
+  template <class Policy, class Act>
+  __device__ window_keys(const gdn_head_state<Policy, Act>& st, const step_plan& plan, int32_t K, int lane) {
+    const int chain = lane % gdn_dot_chains;
 #pragma unroll
-  for (int round = 0; round < (W + groups - 1) / groups; ++round) {
-    const int32_t e = lane / gdn_dot_chains + round * groups;
-    if (e > L) break;  // the same for a group's four lanes
-    const float* k_e = e < L ? st.window_k + plan.ring_slot(e) * st.window_k_stride : key;
-    float dk = 0.0f, dq = 0.0f;
-    for (int32_t b = chain; b * gdn_column_block < K; b += gdn_dot_chains) {
+    for (int r = 0; r < rounds; ++r) {
+      const int32_t e = lane / gdn_dot_chains + r * groups;
+      const float* k_e = st.window_k + plan.ring_slot(e < plan.length ? e : 0) * st.window_k_stride;
 #pragma unroll
-      for (int c = 0; c < gdn_column_block; ++c) {
-        const int32_t col = b * gdn_column_block + c;
-        const float k = k_e[col];
-        dk = math::fma(k, key[col], dk);
-        dq = math::fma(k, query[col], dq);
+      for (int i = 0; i < columns; ++i) {
+        const int32_t col = (chain + gdn_dot_chains * (i / gdn_column_block)) * gdn_column_block + i % gdn_column_block;
+        k[r][i] = e < plan.length && col < K ? k_e[col] : 0.0f;
       }
     }
-    // The chains meet as the block executor's `row_sum` pairs them: (0 + 1) + (2 + 3).
-    const unsigned group_mask = 0xfu << (lane & ~3);
-    dk += __shfl_xor_sync(group_mask, dk, 1);
-    dk += __shfl_xor_sync(group_mask, dk, 2);
-    dq += __shfl_xor_sync(group_mask, dq, 1);
-    dq += __shfl_xor_sync(group_mask, dq, 2);
-    if (chain == 0) {
-      const float decay = math::exp(suffix_log_decay(log_decay, e, L + 1));
-      if (e < L) key_coef[e] = math::mul(decay, dk);
-      query_coef[e] = math::mul(decay, dq);
+  }
+
+  /// Forms the coefficients from the normalized token key and query and the log decays in
+  /// shared memory (entry L's key is the token's own).
+  __device__ void coefficients(const step_plan& plan, int32_t K, const float* key, const float* query,
+                               const float* log_decay, float* key_coef, float* query_coef, int lane) const {
+    const int32_t L = plan.length, chain = lane % gdn_dot_chains;
+#pragma unroll
+    for (int r = 0; r < rounds; ++r) {
+      const int32_t e = lane / gdn_dot_chains + r * groups;
+      if (e > L) break;  // the same for a group's four lanes
+      float dk = 0.0f, dq = 0.0f;
+#pragma unroll
+      for (int i = 0; i < columns; ++i) {
+        const int32_t col = (chain + gdn_dot_chains * (i / gdn_column_block)) * gdn_column_block + i % gdn_column_block;
+        if (col >= K) break;
+        const float k_e = e < L ? k[r][i] : key[col];
+        dk = math::fma(k_e, key[col], dk);
+        dq = math::fma(k_e, query[col], dq);
+      }
+      // The chains meet as the block executor's `row_sum` pairs them: (0 + 1) + (2 + 3).
+      const unsigned group_mask = 0xfu << (lane & ~3);
+      dk += __shfl_xor_sync(group_mask, dk, 1);
+      dk += __shfl_xor_sync(group_mask, dk, 2);
+      dq += __shfl_xor_sync(group_mask, dq, 1);
+      dq += __shfl_xor_sync(group_mask, dq, 2);
+      if (chain == 0) {
+        const float decay = math::exp(suffix_log_decay(log_decay, e, L + 1));
+        if (e < L) key_coef[e] = math::mul(decay, dk);
+        query_coef[e] = math::mul(decay, dq);
+      }
     }
   }
-}
+};
 
 }  // namespace detail
 
@@ -230,6 +251,7 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
   for (int i = 0; i < R; ++i) v[i] = to_float(in.v.at(0)[lane + 32 * i]);
   const float beta = gated_deltanet::write_strength(to_float(in.b.at(0)[0]));
   const float token_log_decay = gated_deltanet::log_decay(to_float(in.a.at(0)[0]), in.A_log, in.dt_bias);
+  const detail::window_keys<W> window_keys(st, plan, K, lane);
   float* key = floats(l.key);
   float* query = floats(l.query);
   detail::warp_l2_normalize(in.k.at(0), K, key, 1.0f, lane);
@@ -238,6 +260,10 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
   for (int32_t e = lane; e <= L; e += 32)
     log_decay[e] = e < L ? st.window_g[plan.ring_slot(e) * st.window_g_stride] : token_log_decay;
   __syncwarp();
+  // The coefficients before the stream: their inputs arrived with the token's.
+  float* key_coef = floats(l.key_coef);
+  float* query_coef = floats(l.query_coef);
+  window_keys.coefficients(plan, K, key, query, log_decay, key_coef, query_coef, lane);
 
   // The pass over the state: each lane's rows with k_t and q_t, chain by chain.
   detail::row_chains<R> by_key, by_query;
@@ -266,9 +292,6 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
   });
 
   // The window's terms, after the stream.
-  float* key_coef = floats(l.key_coef);
-  float* query_coef = floats(l.query_coef);
-  detail::window_coefficients<W>(st, plan, K, key, query, log_decay, key_coef, query_coef, lane);
   const float state_decay = math::exp(suffix_log_decay(log_decay, -1, L + 1));
   lanes_wait<0>();
   __syncwarp();
