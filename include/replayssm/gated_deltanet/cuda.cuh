@@ -24,21 +24,23 @@ namespace replayssm {
 namespace cuda {
 
 /// The block executor of a Gated DeltaNet step: a whole row per thread for the streaming
-/// (write-back and snapshot) steps, four lanes per row for replay steps.
+/// (write-back, flush and snapshot) steps, four lanes per row for the other replay steps.
 template <bool Streaming>
 using gdn_executor = basic_block_executor<gdn_row_lanes<Streaming>>;
 
 /// One block runs one value head of one request: a decode or verify step of the planned
-/// requests (`FlushesOnly`: of those planned to flush; a warp launch steps the others).
-template <class Policy, class Act, int Threads, step_kind Kind, bool FlushesOnly = false>
-__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<Policy::is_writeback, Kind>>)
+/// requests (`FlushesOnly`: of those planned to flush, with a whole row per thread; a warp
+/// launch reads the others).
+template <class Policy, class Act, int Threads, step_kind Kind, bool FlushesOnly = false,
+          bool WholeRows = Policy::is_writeback || FlushesOnly>
+__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<WholeRows, Kind>>)
     gdn_decode_kernel(const gdn_params<Act> p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "gdn_decode_kernel: Threads must be whole warps");
   detail::run_request_head(
       p,
       [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
         const gdn_head_views<Policy, Act> v(p, b, h, slot);
-        return gdn_head_step<Kind>(gdn_executor<Policy::is_writeback>{}, v.in, v.state, p.shape(), scratch);
+        return gdn_head_step<Kind>(gdn_executor<WholeRows>{}, v.in, v.state, p.shape(), scratch);
       },
       FlushesOnly);
 }

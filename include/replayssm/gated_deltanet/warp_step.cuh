@@ -3,10 +3,10 @@
 /// A Gated DeltaNet read step of one value head run by one warp, on the streaming structure
 /// of the Mamba-2 warp steps (docs/kernels.md): the head's read copy streams through the
 /// warp's ring (warp/state_stream.cuh), started before any other load; meanwhile the
-/// window's u rows are copied asynchronously into the warp's shared memory and the token's
-/// q and k are normalized; the one pass over the stream queries the state with both k_t (for
-/// the corrected value u_t) and q_t (for the output); the window's terms come after it. No
-/// block barrier: every warp is independent.
+/// window's u rows are prefetched into L2, the token's q and k are normalized and the
+/// window's coefficients formed; the one pass over the stream queries the state with both
+/// k_t (for the corrected value u_t) and q_t (for the output); the window's terms come after
+/// it. No block barrier: every warp is independent.
 ///
 /// Each lane owns V / 32 rows of the head (rows lane, lane + 32, ...): the state's chunk
 /// order (`gdn_state_chunk`: a unit of columns of every row, then the next unit) puts the
@@ -67,26 +67,24 @@ struct gdn_warp_config {
 };
 
 /// One warp's shared memory for a read step (bytes, 16-byte aligned regions): the stream's
-/// ring, the window's u rows, the token's normalized k and q, then per-entry floats.
+/// ring, the token's normalized k and q, then per-entry floats. (The window's u rows, 8 KB
+/// at W = 16, stay in memory: staged here they allowed 10 warps per SM instead of 16.)
 template <class Policy>
 struct gdn_warp_layout {
   static constexpr int window = Policy::window;
   static constexpr uint32_t stream_bytes =
       sizeof(typename gdn_warp_config<Policy>::template stream<copy_engine::bulk>::TempStorage);
-  uint32_t u_pitch;  ///< bytes per u row
-  uint32_t u, key, query, log_decay, key_coef, query_coef, bytes;
+  uint32_t key, query, log_decay, key_coef, query_coef, bytes;
 
   static constexpr uint32_t align16(uint32_t n) { return (n + 15u) / 16u * 16u; }
   __host__ __device__ static gdn_warp_layout make(gdn_layer_shape s) {
     gdn_warp_layout l{};
-    l.u_pitch = align16(uint32_t(s.value_dim) * 4);
     uint32_t at = stream_bytes;
     auto take = [&at](uint32_t n) {
       const uint32_t start = at;
       at += align16(n);
       return start;
     };
-    l.u = take(window * l.u_pitch);
     l.key = take(uint32_t(s.key_dim) * 4);
     l.query = take(uint32_t(s.key_dim) * 4);
     l.log_decay = take((window + 1) * 4);
@@ -242,10 +240,10 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
   const auto l = gdn_warp_layout<Policy>::make(s);
   auto floats = [&](uint32_t offset) { return reinterpret_cast<float*>(smem + offset); };
 
-  // The window's u rows, in flight while the token's inputs are read.
-  for (int32_t e = 0; e < L; ++e)
-    lanes_copy(smem + l.u + e * l.u_pitch, st.window_u + plan.ring_slot(e) * st.window_u_stride, V * 4, lane);
-  lanes_commit();
+  // The window's u rows on their way to L2 while the token's inputs are read.
+  constexpr int lines_per_row = V * 4 / 128;
+  for (int32_t i = lane; i < L * lines_per_row; i += 32)
+    prefetch_l2(st.window_u + plan.ring_slot(i / lines_per_row) * st.window_u_stride + i % lines_per_row * 32);
   float v[R];
 #pragma unroll
   for (int i = 0; i < R; ++i) v[i] = to_float(in.v.at(0)[lane + 32 * i]);
@@ -293,8 +291,13 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
 
   // The window's terms, after the stream.
   const float state_decay = math::exp(suffix_log_decay(log_decay, -1, L + 1));
-  lanes_wait<0>();
-  __syncwarp();
+  // Every row's u values load before any is used: one L2 round trip.
+  float window_u[R][W];
+#pragma unroll
+  for (int e = 0; e < W; ++e)
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+      window_u[i][e] = e < L ? st.window_u[plan.ring_slot(e) * st.window_u_stride + lane + 32 * i] : 0.0f;
   const int32_t ring = plan.ring_slot(L);
   const int blocks = K / gdn_column_block;
 #pragma unroll
@@ -302,10 +305,11 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
     const int32_t p = lane + 32 * i;
     float key_term = math::mul(state_decay, by_key.total(i, blocks));
     float query_term = math::mul(state_decay, by_query.total(i, blocks));
-    for (int32_t e = 0; e < L; ++e) {
-      const float u_e = floats(l.u + e * l.u_pitch)[p];
-      key_term = math::fma(key_coef[e], u_e, key_term);
-      query_term = math::fma(query_coef[e], u_e, query_term);
+#pragma unroll
+    for (int e = 0; e < W; ++e) {
+      if (e >= L) break;
+      key_term = math::fma(key_coef[e], window_u[i][e], key_term);
+      query_term = math::fma(query_coef[e], window_u[i][e], query_term);
     }
     const float u = math::mul(beta, math::add(v[i], -key_term));
     query_term = math::fma(query_coef[L], u, query_term);

@@ -37,13 +37,16 @@ inline constexpr int warp_step_threads = 128;
 template <bool HoldsKeys>
 inline constexpr int warp_step_min_blocks = HoldsKeys ? 3 : 4;
 
-/// Blocks per SM the Gated DeltaNet warp read step's registers are capped for: its shared
-/// memory (about 21 KB per warp) allows no more warps than that.
-inline constexpr int gdn_warp_min_blocks = 2;
+/// Blocks per SM the Gated DeltaNet warp read step's registers are capped for: 128
+/// registers, so that registers allow the 16 warps per SM its shared memory (13.5 KB per
+/// warp) allows (at 150 registers, 13; the cap spills 32-44 bytes).
+inline constexpr int gdn_warp_min_blocks = 4;
 
-/// Lanes of a Gated DeltaNet state row: the write-back and snapshot steps stream the state
-/// and are best with a whole row per thread; replay steps, bound by the latency of their
-/// staging, with four lanes per row and more blocks.
+/// Lanes of a Gated DeltaNet state row: the write-back, flush and snapshot steps stream the
+/// state and are best with a whole row per thread (a flush of a window with four lanes per
+/// row took 1038 us at batch 256 on the H200: a memory latency per quarter of the rows);
+/// verify steps, bound by the latency of their staging, with four lanes per row and more
+/// blocks.
 template <bool Streaming>
 inline constexpr int gdn_row_lanes = Streaming ? 1 : 4;
 

@@ -100,6 +100,12 @@ __device__ __forceinline__ void fence_async_proxy() {
 #endif
 }
 
+/// Asks for the 128-byte line at `p` to be brought into L2, with no register waiting on it:
+/// a later load of it waits an L2 hit, not a trip to memory.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 /// Copies `bytes` from global `from` to shared `to` with the warp's lanes: 16-byte
 /// `cp.async` pieces when both ends and the size allow it (wait with `lanes_wait`), else
 /// plain byte loads (complete on return). Every lane calls it.
