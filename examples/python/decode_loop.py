@@ -42,7 +42,7 @@ class Arrays:
         return self.torch.as_tensor(np.asarray(values), device="cuda").to(getattr(self.torch, dtype))
 
     def numpy(self, a):
-        return a if self.device == "cpu" else a.float().cpu().numpy()
+        return a if isinstance(a, np.ndarray) else a.float().cpu().numpy()
 
     def sync(self):
         if self.device == "cuda":
@@ -67,7 +67,7 @@ class Stack:
     def step(self, tokens, dtype):
         """Embeds `tokens`, runs every layer with a residual RMSNorm, returns the hidden stream."""
         m, a = self.model, self.arrays
-        tokens = a.numpy(tokens).astype(np.int64)
+        tokens = np.asarray(tokens, dtype=np.int64)  # sampled on the host in both modes
         hidden = m.embed[tokens]
         self.outputs = []
         for layer, buffers in enumerate(self.layers):

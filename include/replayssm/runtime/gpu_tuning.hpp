@@ -42,11 +42,12 @@ inline constexpr int warp_step_min_blocks = HoldsKeys ? 3 : 4;
 /// warp) allows (at 150 registers, 13; the cap spills 32-44 bytes).
 inline constexpr int gdn_warp_min_blocks = 4;
 
-/// Lanes of a Gated DeltaNet state row: the write-back, flush and snapshot steps stream the
-/// state and are best with a whole row per thread (a flush of a window with four lanes per
-/// row took 1038 us at batch 256 on the H200: a memory latency per quarter of the rows);
-/// verify steps, bound by the latency of their staging, with four lanes per row and more
-/// blocks.
+/// Lanes of a Gated DeltaNet state row: the write-back and snapshot steps stream the state
+/// and are best with a whole row per thread; replay steps, bound by the latency of their
+/// staging, with four lanes per row and more blocks. (A flush of a shared FP32 state, Qwen3.5-4B
+/// at batch 256 on the H200: 1031 us with whole rows, 1038 with four lanes; in the raw_inputs
+/// mode 1261 against 1502. With a BF16 read copy beside the checkpoint, whole rows doubled
+/// the mean step.)
 template <bool Streaming>
 inline constexpr int gdn_row_lanes = Streaming ? 1 : 4;
 
