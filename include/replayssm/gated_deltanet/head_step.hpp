@@ -102,7 +102,7 @@ struct gdn_head_state {
 /// Shared scratch of a Gated DeltaNet head step, in floats (ask `bytes()`).
 struct gdn_scratch_layout {
   int32_t tokens, entries;
-  int32_t keys, queries, window_u, log_decay, beta, state_decay, key_coef, query_coef, norm, total;
+  int32_t keys, queries, window_u, log_decay, decay, beta, state_decay, key_coef, query_coef, norm, total;
 
   /// The layout of a step of up to `tokens` tokens under a policy of window `window`.
   REPLAYSSM_HOST_DEVICE static gdn_scratch_layout make(gdn_layer_shape s, int32_t window, int32_t tokens = 1) {
@@ -122,6 +122,7 @@ struct gdn_scratch_layout {
     // per row in the row pass, they added a latency per entry.
     l.window_u = take(E * s.value_dim);
     l.log_decay = take(E);
+    l.decay = take(E);  // exp(log decay), once per entry rather than per row and lane
     l.beta = take(E);
     l.state_decay = take(T);     // decay of the state from the folded entries to open token t
     l.key_coef = take(T * E);    // exp(G_e) (k_e . k_t) per open token t and entry e
@@ -235,12 +236,12 @@ REPLAYSSM_HOST_DEVICE float row_dot(const Exec& ex, const gdn_row_part<Lanes>& s
   return ex.row_sum(s.partial_dot(w, K, lane));
 }
 
-/// One conventional step on a state row: S = exp(g) S, then S += u k^T with the given u, or
-/// (`recompute`) with u = beta (v - S k). Returns u.
+/// One conventional step on a state row: S = decay S (decay = exp(g)), then S += u k^T with
+/// the given u, or (`recompute`) with u = beta (v - S k). Returns u.
 template <class Exec, int Lanes>
 REPLAYSSM_HOST_DEVICE float fold_row(const Exec& ex, gdn_row_part<Lanes>& s, const float* k, int32_t K, int lane,
-                                     float log_decay, bool recompute, float u, float beta, float v) {
-  s.scale(math::exp(log_decay));
+                                     float decay, bool recompute, float u, float beta, float v) {
+  s.scale(decay);
   if (recompute) u = math::mul(beta, math::add(v, -row_dot(ex, s, k, K, lane)));
   s.add_outer(u, k, K, lane);
   return u;
@@ -250,7 +251,7 @@ REPLAYSSM_HOST_DEVICE float fold_row(const Exec& ex, gdn_row_part<Lanes>& s, con
 
 /// Stages the normalized keys of every entry the step sees (the window's from the ring, the
 /// tokens' normalized here), every token's normalized, scaled query, the window's u, and every
-/// entry's log decay and write strength. Ends with a barrier.
+/// entry's log decay, decay and write strength. Ends with a barrier.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void stage_gdn_entries(const Exec& ex, const gdn_head_inputs<Act>& in,
                                              const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape,
@@ -275,8 +276,10 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_entries(const Exec& ex, const gdn_head_inpu
   ex.for_each(plan.entries(), [&](int j) {
     const bool token = j >= L;
     const int32_t slot = plan.ring_slot(j);
-    scratch[l.log_decay + j] = token ? gated_deltanet::log_decay(to_float(in.a.at(j - L)[0]), in.A_log, in.dt_bias)
-                                     : st.window_g[slot * st.window_g_stride];
+    const float log_decay = token ? gated_deltanet::log_decay(to_float(in.a.at(j - L)[0]), in.A_log, in.dt_bias)
+                                  : st.window_g[slot * st.window_g_stride];
+    scratch[l.log_decay + j] = log_decay;
+    scratch[l.decay + j] = math::exp(log_decay);
     if (token)
       scratch[l.beta + j] = gated_deltanet::write_strength(to_float(in.b.at(j - L)[0]));
     else if constexpr (keeps_raw_inputs<Policy>)
@@ -341,7 +344,7 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
           v = to_float(in.v.at(j - L)[p]);
         else if constexpr (keeps_raw_inputs<Policy>)
           v = to_float(st.window_v[slot * st.window_v_stride + p]);
-        detail::fold_row(ex, s, keys + j * K, K, lane, scratch[l.log_decay + j], recompute, u, scratch[l.beta + j], v);
+        detail::fold_row(ex, s, keys + j * K, K, lane, scratch[l.decay + j], recompute, u, scratch[l.beta + j], v);
         if (token) {
           const float o = detail::row_dot(ex, s, queries + (j - L) * K, K, lane);
           if (writer) in.o.at(j - L)[p] = from_float<Act>(o);
