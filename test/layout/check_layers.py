@@ -18,8 +18,8 @@ RECURRENCE = 7
 UMBRELLAS = {"replayssm.hpp", "cuda.cuh"}
 # The files every recurrence folder holds; extras must be listed here.
 RECURRENCE_FILES = {"recurrence.hpp", "head_step.hpp", "params.hpp", "validate.hpp", "snapshot.hpp",
-                    "buffers.hpp", "state_io.hpp", "cpu.hpp", "cuda.cuh"}
-RECURRENCE_EXTRAS = {"gated_deltanet": {"inputs.hpp"}, "mamba2": {"warp_step.cuh"}}
+                    "buffers.hpp", "state_io.hpp", "cpu.hpp", "cuda.cuh", "warp_step.cuh"}
+RECURRENCE_EXTRAS = {"gated_deltanet": {"inputs.hpp"}}
 INCLUDE = re.compile(r'^#include "replayssm/([^"]+)"', re.M)
 
 
