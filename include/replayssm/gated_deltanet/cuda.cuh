@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cuda.cuh
 /// The ready-made CUDA kernels of the Gated DeltaNet steps (decode, speculative verify and the
-/// snapshot baseline) and their launchers. A replay decode step reads on the warp read step
-/// (gated_deltanet/warp_step.cuh: one warp per value head, the state streamed) and flushes
-/// on the head step of the CPU path, one block per (request, value head), as do write-back,
-/// verify and snapshot steps and the shapes the warp step does not cover. Commits and device
+/// snapshot baseline) and their launchers. A replay decode step reads and flushes on the warp
+/// steps (gated_deltanet/warp_step.cuh: one warp per value head, the state streamed; flushes
+/// that write a read copy or recompute u on the head step); write-back, verify and snapshot
+/// steps and the shapes the warp steps do not cover run the head step of the CPU path, one
+/// block per (request, value head). Commits and device
 /// error flags are shared by every recurrence (runtime/cuda_launch.cuh).
 #pragma once
 
@@ -47,22 +48,26 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
       FlushesOnly);
 }
 
-/// The read warp kernel: each warp reads one value head of one request planned to read
-/// (gated_deltanet/warp_step.cuh); a block holds `blockDim.x / 32` value heads of a request.
-template <class Policy, class Act, warp::copy_engine Engine>
-__global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks)
-    gdn_warp_read_kernel(const gdn_params<Act> p, uint32_t warp_bytes) {
+/// The read (`Flush` false) or flush warp kernel: each warp steps one value head of one
+/// request planned so (gated_deltanet/warp_step.cuh); a block holds `blockDim.x / 32` value
+/// heads of a request.
+template <class Policy, class Act, warp::copy_engine Engine, bool Flush>
+__global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush>)
+    gdn_warp_kernel(const gdn_params<Act> p, uint32_t warp_bytes) {
   extern __shared__ float4 warp_storage[];
   const int32_t b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int32_t h = int32_t(blockIdx.x * (blockDim.x / 32)) + warp;
-  if (h >= p.heads || p.request_plans[b] != request_plan::read) return;
+  if (h >= p.heads || p.request_plans[b] != (Flush ? request_plan::flush : request_plan::read)) return;
   const gdn_head_views<Policy, Act> v(p, b, h, request_slot(p, b));
   const gdn_layer_shape shape = p.shape();
   uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + warp * warp_bytes;
   // The stream starts before the cursor is read: its latency hides behind the state's.
-  auto stream = warp::start_gdn_stream<Engine>(v.state, shape, smem, lane);
+  auto stream = warp::start_gdn_stream<Flush, Engine>(v.state, shape, smem, lane);
   const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
-  warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);
+  if constexpr (Flush)
+    warp::gdn_warp_flush(stream, v.in, v.state, shape, plan, smem, lane);
+  else
+    warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);
   if (lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, step_kind::decode);
 }
 
@@ -77,18 +82,15 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 
 namespace detail {
 
-/// A decode or verify step for every request of `p` (device memory): the plans, then the
-/// step of the requests planned to run.
-/// Launches the read warp kernel over every request (those planned to read step). Warps
-/// per block are chosen for occupancy (`choose_warp_geometry`).
-template <class Policy, warp::copy_engine Engine, class Act>
-status launch_gdn_warp_read(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
-  const uint32_t warp_bytes = warp::gdn_warp_layout<Policy>::make(p.shape()).bytes;
+/// Launches the read (`Flush` false) or flush warp kernel over every request (those planned
+/// so step). Warps per block are chosen for occupancy (`choose_warp_geometry`).
+template <class Policy, warp::copy_engine Engine, bool Flush, class Act>
+status launch_gdn_warp_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+  const uint32_t warp_bytes = warp::gdn_warp_layout<Policy, Flush>::make(p.shape()).bytes;
   if (warp_bytes + uint32_t(d.reserved_per_block) > uint32_t(d.shared_per_block))
-    return status::error("gated_deltanet: a warp read step of this shape and window needs " +
-                         std::to_string(warp_bytes) + " bytes of shared memory, more than the device's " +
-                         std::to_string(d.shared_per_block));
-  auto kernel = gdn_warp_read_kernel<Policy, Act, Engine>;
+    return status::error("gated_deltanet: a warp step of this shape and window needs " + std::to_string(warp_bytes) +
+                         " bytes of shared memory, more than the device's " + std::to_string(d.shared_per_block));
+  auto kernel = gdn_warp_kernel<Policy, Act, Engine, Flush>;
   if (const cudaError_t e =
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.shared_per_block);
       e != cudaSuccess)
@@ -99,6 +101,19 @@ status launch_gdn_warp_read(const gdn_params<Act>& p, const device_limits& d, cu
            size_t(heads_per_block) * warp_bytes, stream>>>(p, warp_bytes);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
   return {};
+}
+
+/// A replay decode step on the warp steps with the copy engine `Engine` (validated and
+/// planned params): the read launch, then the flush launch, on the warp flush step where the
+/// policy allows (`gdn_warp_flushes`), else on the head step.
+template <class Policy, warp::copy_engine Engine, int Threads, class Act>
+status gdn_warp_decode_step(const gdn_params<Act>& p, const device_limits& d, size_t smem, cudaStream_t stream) {
+  if (status s = launch_gdn_warp_step<Policy, Engine, false>(p, d, stream); !s) return s;
+  if constexpr (warp::gdn_warp_flushes<Policy>)
+    return launch_gdn_warp_step<Policy, Engine, true>(p, d, stream);
+  else
+    return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, step_kind::decode, true>, p, smem, Threads,
+                              stream, "gated_deltanet");
 }
 
 /// Whether the read step of `p` can stream with the bulk copy engine on this device.
@@ -112,9 +127,9 @@ bool gdn_bulk_copies_fit(const gdn_params<Act>& p, const device_limits& d) {
     return d.major >= 9 && stream_t::bulk_ok(elements, p.read_copy, p.read_copy_scales);
 }
 
-/// A decode step for every request of `p` (device memory): the plans, then the step of the
-/// requests planned to run. A replay step whose shape the warp read step covers reads on it
-/// (copy engine `Engine`, or the bulk engine where it can) and flushes on the head step.
+/// A decode or verify step for every request of `p` (device memory): the plans, then the
+/// step of the requests planned to run. A replay decode step whose shape the warp steps
+/// cover runs on them (copy engine `Engine`, or the bulk engine where it can).
 template <class Policy, int Threads, step_kind Kind, class Act>
 status gdn_tokens_step(const gdn_params<Act>& p, cudaStream_t stream, const warp::copy_engine* engine = nullptr) {
   if (status s = validate_gdn<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
@@ -125,12 +140,8 @@ status gdn_tokens_step(const gdn_params<Act>& p, cudaStream_t stream, const warp
       device_limits d;
       if (status s = query_device(d); !s) return s;
       const bool bulk = engine != nullptr ? *engine == warp::copy_engine::bulk : gdn_bulk_copies_fit<Policy>(p, d);
-      if (status s = bulk ? launch_gdn_warp_read<Policy, warp::copy_engine::bulk>(p, d, stream)
-                          : launch_gdn_warp_read<Policy, warp::copy_engine::lanes>(p, d, stream);
-          !s)
-        return s;
-      return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, Kind, true>, p, smem, Threads, stream,
-                                "gated_deltanet");
+      return bulk ? gdn_warp_decode_step<Policy, warp::copy_engine::bulk, Threads>(p, d, smem, stream)
+                  : gdn_warp_decode_step<Policy, warp::copy_engine::lanes, Threads>(p, d, smem, stream);
     }
   }
   return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream, "gated_deltanet");

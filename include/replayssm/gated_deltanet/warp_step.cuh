@@ -14,15 +14,19 @@
 /// follow the four-chain order of the head step's `partial_dot`, and the window terms its
 /// order too, so that u_t, which a later flush folds into the checkpoint, has the CPU's bits.
 ///
-/// In an engine's kernel, per warp, with `gdn_warp_layout<Policy>::make(shape).bytes` of
-/// shared memory (128-byte aligned) and the views of `gdn_head_views`:
+/// A flush (the token fills the window) streams the checkpoint twice (`gdn_warp_flush`): the
+/// token's u needs its whole row's dot product with k_t after the window is folded.
 ///
-///     auto stream = warp::start_gdn_stream<Engine>(v.state, shape, smem, lane);
+/// In an engine's kernel, per warp, with `gdn_warp_layout<Policy, Flush>::make(shape).bytes`
+/// of shared memory (128-byte aligned) and the views of `gdn_head_views`:
+///
+///     auto stream = warp::start_gdn_stream<Flush, Engine>(v.state, shape, smem, lane);
 ///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);  // after the stream starts
-///     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);
+///     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);  // or _flush
 ///     if (lane == 0) *v.state.cursor = next_cursor(plan, step_kind::decode);
 ///
-/// A step that flushes (its token fills the window) runs the head step instead.
+/// Flushes that write a separate read copy or recompute u (`gdn_warp_flushes`) run the head
+/// step instead.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -66,15 +70,23 @@ struct gdn_warp_config {
   }
 };
 
-/// One warp's shared memory for a read step (bytes, 16-byte aligned regions): the stream's
-/// ring, the token's normalized k and q, then per-entry floats. (The window's u rows, 8 KB
-/// at W = 16, stay in memory: staged here they allowed 10 warps per SM instead of 16.)
+/// Whether the flushes of `Policy` run on the warp flush step: a shared state, whose stages
+/// hold whole chunks of the one format it stores, and stored u (`corrected_values`; the
+/// `raw_inputs` mode recomputes u from each row as it folds, which needs whole rows). Other
+/// flushes run the head step.
 template <class Policy>
+inline constexpr bool gdn_warp_flushes = Policy::shared_state && !keeps_raw_inputs<Policy>;
+
+/// One warp's shared memory for a read (`Flush` false) or flush step (bytes, 16-byte aligned
+/// regions): the stream's ring, the normalized keys (a read step's token; a flush's window
+/// entries and token) and query, then per-entry floats. (A read step's window u rows, 8 KB
+/// at W = 16, stay in memory: staged here they allowed 10 warps per SM instead of 16.)
+template <class Policy, bool Flush = false>
 struct gdn_warp_layout {
   static constexpr int window = Policy::window;
   static constexpr uint32_t stream_bytes =
       sizeof(typename gdn_warp_config<Policy>::template stream<copy_engine::bulk>::TempStorage);
-  uint32_t key, query, log_decay, key_coef, query_coef, bytes;
+  uint32_t key, query, log_decay, decay, key_coef, query_coef, bytes;
 
   static constexpr uint32_t align16(uint32_t n) { return (n + 15u) / 16u * 16u; }
   __host__ __device__ static gdn_warp_layout make(gdn_layer_shape s) {
@@ -85,25 +97,28 @@ struct gdn_warp_layout {
       at += align16(n);
       return start;
     };
-    l.key = take(uint32_t(s.key_dim) * 4);
+    l.key = take((Flush ? window : 1) * uint32_t(s.key_dim) * 4);
     l.query = take(uint32_t(s.key_dim) * 4);
-    l.log_decay = take((window + 1) * 4);
-    l.key_coef = take(window * 4);
-    l.query_coef = take((window + 1) * 4);
+    l.log_decay = take(Flush ? 0 : (window + 1) * 4);
+    l.decay = take(Flush ? window * 4 : 0);
+    l.key_coef = take(Flush ? 0 : window * 4);
+    l.query_coef = take(Flush ? 0 : (window + 1) * 4);
     l.bytes = (at + 127u) / 128u * 128u;
     return l;
   }
 };
 
 /// The stream a read step of a head consumes (its read copy, or the checkpoint in shared
-/// mode), started at once: call it before any other load of the step.
-template <copy_engine Engine, class Policy, class Act>
+/// mode), or a flush (`Flush`: the checkpoint, twice over), started at once: call it before
+/// any other load of the step.
+template <bool Flush, copy_engine Engine, class Policy, class Act>
 __device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, uint8_t* smem, int lane) {
+  static_assert(!Flush || gdn_warp_flushes<Policy>, "start_gdn_stream: this policy's flushes run the head step");
   using stream_t = typename gdn_warp_config<Policy>::template stream<Engine>;
   auto& storage = *reinterpret_cast<typename stream_t::TempStorage*>(smem);
   const int32_t elements = s.value_dim * s.key_dim;
   if constexpr (Policy::shared_state)
-    return stream_t(storage, st.checkpoint, 0, elements, lane);
+    return stream_t(storage, st.checkpoint, 0, elements, lane, Flush ? 2 : 1);
   else
     return stream_t(storage, st.read_copy, 0, elements, lane);
 }
@@ -143,6 +158,12 @@ struct row_chains {
     }
     return math::add(math::add(c[0], c[1]), math::add(c[2], c[3]));
   }
+};
+
+/// A flush stage's share of one lane in registers: its rows' chunks of each unit.
+template <int Units, int Rows, int Kc>
+struct gdn_stage_tile {
+  float v[Units][Rows][Kc];
 };
 
 /// The L2 normalization of the token's K-vector `in` into shared `out` (scaled by `scale`),
@@ -225,10 +246,10 @@ struct window_keys {
 
 }  // namespace detail
 
-/// A read step of one value head by one warp, from `stream` (`start_gdn_stream`; `smem` the
-/// warp's `gdn_warp_layout<Policy>` bytes): the output and u of the token from the read copy
-/// and the window, the token appended (k by the key head's appending value head). `plan`
-/// must not write the checkpoint. The cursor is the caller's to advance.
+/// A read step of one value head by one warp, from `stream` (`start_gdn_stream<false>`;
+/// `smem` the warp's `gdn_warp_layout<Policy>` bytes): the output and u of the token from
+/// the read copy and the window, the token appended (k by the key head's appending value
+/// head). `plan` must not write the checkpoint. The cursor is the caller's to advance.
 template <class Stream, class Policy, class Act>
 __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
                               gdn_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
@@ -323,6 +344,123 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
     st.window_g[ring * st.window_g_stride] = token_log_decay;
     if constexpr (keeps_raw_inputs<Policy>) st.window_beta[ring * st.window_beta_stride] = beta;
   }
+}
+
+/// A flush of one value head by one warp (`gdn_warp_flushes<Policy>`; the token fills the
+/// window), from `stream` (`start_gdn_stream<true>`: the checkpoint twice over; `smem` the
+/// warp's `gdn_warp_layout<Policy, true>` bytes): the window's entries and the token folded
+/// into the checkpoint, the output from the new state. The token's u needs the dot product
+/// of its whole row with k_t once the window is folded, and a lane sees a few columns of
+/// every row per stage; so the first pass folds the window and forms that dot product, and
+/// the second folds again, adds the token and stores. The arithmetic per element is the head
+/// step's `fold_row`, entry by entry, so that the checkpoint has the CPU's bits. The cursor is
+/// the caller's to advance.
+template <class Stream, class Policy, class Act>
+__device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
+                               gdn_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
+  static_assert(gdn_warp_flushes<Policy> && Policy::window > 1, "gdn_warp_flush: this policy's flushes run the head step");
+  using config = gdn_warp_config<Policy>;
+  using format = typename config::format;
+  constexpr int R = config::rows_per_lane, UPS = config::units_per_stage, Kc = format::chunk_elems;
+  constexpr int W = Policy::window, V = config::value_dim;
+  const int32_t K = s.key_dim, L = plan.length;  // the window's entries; the token is entry L
+  const auto l = gdn_warp_layout<Policy, true>::make(s);
+  float* keys = reinterpret_cast<float*>(smem + l.key);
+  float* query = reinterpret_cast<float*>(smem + l.query);
+  float* decay = reinterpret_cast<float*>(smem + l.decay);
+
+  // The window's keys into shared memory, its u values of the lane's rows into registers.
+  for (int32_t j = 0; j < L; ++j)
+    lanes_copy(keys + j * K, st.window_k + plan.ring_slot(j) * st.window_k_stride, uint32_t(K) * 4, lane);
+  lanes_commit();
+  float u[R][W - 1];
+#pragma unroll
+  for (int j = 0; j < W - 1; ++j)
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+      u[i][j] = j < L ? st.window_u[plan.ring_slot(j) * st.window_u_stride + lane + 32 * i] : 0.0f;
+  float v[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) v[i] = to_float(in.v.at(0)[lane + 32 * i]);
+  const float beta = gated_deltanet::write_strength(to_float(in.b.at(0)[0]));
+  const float token_log_decay = gated_deltanet::log_decay(to_float(in.a.at(0)[0]), in.A_log, in.dt_bias);
+  const float* token_key = keys + L * K;
+  detail::warp_l2_normalize(in.k.at(0), K, keys + L * K, 1.0f, lane);
+  detail::warp_l2_normalize(in.q.at(0), K, query, gated_deltanet::query_scale(K), lane);
+  for (int32_t j = lane; j <= L; j += 32)
+    decay[j] = math::exp(j < L ? st.window_g[plan.ring_slot(j) * st.window_g_stride] : token_log_decay);
+  lanes_wait<0>();
+  __syncwarp();
+
+  random_stream_key key = st.key;
+  key.flush_index = plan.flush_count;
+  const int32_t S = stream.stages_per_pass();
+  const int blocks = K / gdn_column_block;
+  detail::row_chains<R> by_key, by_query;
+  float token_u[R] = {};
+  // Each stage is copied to registers and released before the fold, so that the next copy
+  // is in flight during it.
+  auto load = [&](int, const uint8_t* data, const uint8_t* scales, int32_t) {
+    detail::gdn_stage_tile<UPS, R, Kc> t;
+#pragma unroll
+    for (int unit = 0; unit < UPS; ++unit)
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const int chunk = unit * V + lane + 32 * i;
+        format::decode(data + chunk * format::data_bytes_per_chunk, scales + chunk * format::scale_bytes_per_chunk,
+                       t.v[unit][i]);
+      }
+    return t;
+  };
+  auto fold = [&](int stage, detail::gdn_stage_tile<UPS, R, Kc>& t) {
+    const bool second = stage >= S;
+    const int32_t column0 = (second ? stage - S : stage) * config::stage_columns;
+#pragma unroll
+    for (int unit = 0; unit < UPS; ++unit) {
+      const int32_t column = column0 + unit * Kc;
+      // The window's entries in order: S = exp(g_j) S, then S += u_j k_j^T (`fold_row`).
+#pragma unroll
+      for (int j = 0; j < W - 1; ++j) {
+        if (j >= L) break;  // the same for every lane
+        float k[Kc];
+        load_scratch(keys + j * K + column, k);
+        const float d = decay[j];
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+#pragma unroll
+          for (int e = 0; e < Kc; ++e) t.v[unit][i][e] = math::fma(u[i][j], k[e], math::mul(d, t.v[unit][i][e]));
+      }
+      // The token: its decay, then (first pass) the dot with k_t for its u, or (second) its
+      // update, the store and the dot with q_t for the output.
+      float k[Kc], q[Kc];
+      load_scratch(token_key + column, k);
+      load_scratch(query + column, q);
+      const float d = decay[L];
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+#pragma unroll
+        for (int e = 0; e < Kc; ++e) {
+          const float x = math::mul(d, t.v[unit][i][e]);
+          if (!second) {
+            by_key.acc[i][0] = math::fma(x, k[e], by_key.acc[i][0]);
+          } else {
+            t.v[unit][i][e] = math::fma(token_u[i], k[e], x);
+            by_query.acc[i][0] = math::fma(t.v[unit][i][e], q[e], by_query.acc[i][0]);
+          }
+        }
+        if (second)
+          st.checkpoint.template store<typename Policy::rounding>(column / Kc * V + lane + 32 * i, t.v[unit][i], key);
+      }
+      if ((column + Kc) % gdn_column_block == 0) second ? by_query.turn() : by_key.turn();
+    }
+    if (stage == S - 1) {  // the first pass is complete: the token's u per row
+#pragma unroll
+      for (int i = 0; i < R; ++i) token_u[i] = math::mul(beta, math::add(v[i], -by_key.total(i, blocks)));
+    }
+  };
+  stream.for_each_stage(load, fold);
+#pragma unroll
+  for (int i = 0; i < R; ++i) in.o.at(0)[lane + 32 * i] = from_float<Act>(by_query.total(i, blocks));
 }
 
 }  // namespace warp

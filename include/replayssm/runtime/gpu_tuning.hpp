@@ -37,10 +37,12 @@ inline constexpr int warp_step_threads = 128;
 template <bool HoldsKeys>
 inline constexpr int warp_step_min_blocks = HoldsKeys ? 3 : 4;
 
-/// Blocks per SM the Gated DeltaNet warp read step's registers are capped for: 128
+/// Blocks per SM the Gated DeltaNet warp steps' registers are capped for. A read step: 128
 /// registers, so that registers allow the 16 warps per SM its shared memory (13.5 KB per
-/// warp) allows (at 150 registers, 13; the cap spills 32-44 bytes).
-inline constexpr int gdn_warp_min_blocks = 4;
+/// warp) allows (at 150 registers, 13; the cap spills 32-44 bytes). A flush (`Flush`), whose
+/// shared memory (the window's keys, 21 KB per warp) allows 10 warps: up to 255.
+template <bool Flush>
+inline constexpr int gdn_warp_min_blocks = Flush ? 2 : 4;
 
 /// Lanes of a Gated DeltaNet state row: the write-back and snapshot steps stream the state
 /// and are best with a whole row per thread; replay steps, bound by the latency of their

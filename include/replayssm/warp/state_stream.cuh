@@ -127,11 +127,13 @@ class state_stream {
   }
 
   /// Starts streaming elements [first, first + elements) of `head` (`first` a multiple of
-  /// the chunk; every lane calls it).
+  /// the chunk; every lane calls it), `passes` times over: stage i of pass k is stage
+  /// k * stages_per_pass() + i.
   __device__ state_stream(TempStorage& storage, const state_head_view<Format>& head, int32_t first, int32_t elements,
-                          int lane)
+                          int lane, int passes = 1)
       : s_(storage), head_(head), first_(first), elements_(elements), lane_(lane) {
-    stages_ = (elements + StageElems - 1) / StageElems;
+    stages_per_pass_ = (elements + StageElems - 1) / StageElems;
+    stages_ = passes * stages_per_pass_;
     if constexpr (Engine == copy_engine::bulk) {
       if (lane_ == 0)
         for (int i = 0; i < Stages; ++i) barrier_init(&s_.full[i]);
@@ -146,6 +148,9 @@ class state_stream {
   __device__ void drain() {
     for_each_stage([](int, const uint8_t*, const uint8_t*, int32_t) {});
   }
+
+  /// Stages of one pass over the elements.
+  __device__ int stages_per_pass() const { return stages_per_pass_; }
 
   /// Calls `consume(stage, data, scales, first_element)` for every stage in order, with
   /// the stage's bytes in shared memory (`first_element` counts from the head's start);
@@ -170,7 +175,7 @@ class state_stream {
       const int slot = stage % Stages;
       wait(slot, uint32_t(stage / Stages) & 1u);
       auto loaded = load(stage, static_cast<const uint8_t*>(s_.data[slot]), static_cast<const uint8_t*>(s_.scales[slot]),
-                         first_ + stage * StageElems);
+                         first_ + stage % stages_per_pass_ * StageElems);
       __syncwarp();
       fill(slot, stage + Stages);
       use(stage, loaded);
@@ -181,7 +186,7 @@ class state_stream {
   /// Issues stage `stage` into ring slot `slot` (nothing past the last stage; the lane
   /// engine still closes a group, so that every slot's wait counts the same groups).
   __device__ void fill(int slot, int stage) {
-    const int32_t first = stage * StageElems;
+    const int32_t first = stage < stages_ ? stage % stages_per_pass_ * StageElems : 0;
     const int32_t elems = stage < stages_ ? (elements_ - first < StageElems ? elements_ - first : StageElems) : 0;
     const uint32_t chunk0 = uint32_t((first_ + first) / chunk_elems), chunks = uint32_t(elems / chunk_elems);
     const uint8_t* data = head_.data + int64_t(chunk0) * Format::data_bytes_per_chunk;
@@ -220,7 +225,7 @@ class state_stream {
   state_head_view<Format> head_;
   int32_t first_, elements_;
   int lane_;
-  int stages_;
+  int stages_per_pass_, stages_;
 };
 
 }  // namespace warp
