@@ -71,11 +71,13 @@ struct gdn_warp_config {
 };
 
 /// Whether the flushes of `Policy` run on the warp flush step: a shared state, whose stages
-/// hold whole chunks of the one format it stores, and stored u (`corrected_values`; the
-/// `raw_inputs` mode recomputes u from each row as it folds, which needs whole rows). Other
+/// hold whole chunks of the one format it stores, stored u (`corrected_values`; the
+/// `raw_inputs` mode recomputes u from each row as it folds, which needs whole rows), and a
+/// window of at most 16 (a lane holds the window's u of its four rows in registers). Other
 /// flushes run the head step.
 template <class Policy>
-inline constexpr bool gdn_warp_flushes = Policy::shared_state && !keeps_raw_inputs<Policy>;
+inline constexpr bool gdn_warp_flushes =
+    Policy::shared_state && !keeps_raw_inputs<Policy> && Policy::window > 1 && Policy::window <= 16;
 
 /// One warp's shared memory for a read (`Flush` false) or flush step (bytes, 16-byte aligned
 /// regions): the stream's ring, the normalized keys (a read step's token; a flush's window
@@ -358,7 +360,7 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
 template <class Stream, class Policy, class Act>
 __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
                                gdn_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
-  static_assert(gdn_warp_flushes<Policy> && Policy::window > 1, "gdn_warp_flush: this policy's flushes run the head step");
+  static_assert(gdn_warp_flushes<Policy>, "gdn_warp_flush: this policy's flushes run the head step");
   using config = gdn_warp_config<Policy>;
   using format = typename config::format;
   constexpr int R = config::rows_per_lane, UPS = config::units_per_stage, Kc = format::chunk_elems;
