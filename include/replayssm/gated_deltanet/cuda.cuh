@@ -87,15 +87,12 @@ namespace detail {
 template <class Policy, warp::copy_engine Engine, bool Flush, class Act>
 status launch_gdn_warp_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   const uint32_t warp_bytes = warp::gdn_warp_layout<Policy, Flush>::make(p.shape()).bytes;
-  if (warp_bytes + uint32_t(d.reserved_per_block) > uint32_t(d.shared_per_block))
-    return status::error("gated_deltanet: a warp step of this shape and window needs " + std::to_string(warp_bytes) +
-                         " bytes of shared memory, more than the device's " + std::to_string(d.shared_per_block));
   auto kernel = gdn_warp_kernel<Policy, Act, Engine, Flush>;
-  if (const cudaError_t e =
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.shared_per_block);
-      e != cudaSuccess)
-    return cuda_error("raising the kernel's shared memory limit", e);
-  const warp_geometry g = choose_warp_geometry(kernel, d, warp_bytes, int64_t(p.batch) * p.heads, /*max_parts=*/1);
+  warp_geometry g;  // one warp per value head: no split heads
+  if (status s = prepare_warp_kernel(kernel, d, warp_bytes, int64_t(p.batch) * p.heads, "gated_deltanet", g,
+                                     /*max_parts=*/1);
+      !s)
+    return s;
   const int heads_per_block = g.warps_per_block;
   kernel<<<dim3((p.heads + heads_per_block - 1) / heads_per_block, p.batch), heads_per_block * 32,
            size_t(heads_per_block) * warp_bytes, stream>>>(p, warp_bytes);

@@ -20,19 +20,34 @@ REPLAYSSM_HOST_DEVICE constexpr int l2_normalize_scratch(int n) {
   return (n + l2_normalize_chunk - 1) / l2_normalize_chunk;
 }
 
+/// The sum of squares of chunk `c` of the n elements at `in`, in index order: one partial
+/// sum of `l2_normalize`.
+template <class Act>
+REPLAYSSM_HOST_DEVICE float l2_chunk_sum(const Act* in, int n, int c) {
+  const int end = (c + 1) * l2_normalize_chunk < n ? (c + 1) * l2_normalize_chunk : n;
+  float acc = 0.0f;
+  for (int i = c * l2_normalize_chunk; i < end; ++i) {
+    const float x = to_float(in[i]);
+    acc = math::fma(x, x, acc);
+  }
+  return acc;
+}
+
+/// The norm `l2_normalize` divides by, from the chunk sums added in chunk order.
+REPLAYSSM_HOST_DEVICE float l2_norm(float sum_of_chunk_sums, float eps = gated_deltanet::l2_norm_eps) {
+  return math::sqrt(math::add(sum_of_chunk_sums, eps));
+}
+
+/// One normalized element: scale * x / norm.
+REPLAYSSM_HOST_DEVICE float l2_normalized(float x, float norm, float scale) {
+  return math::mul(math::div(x, norm), scale);
+}
+
 /// First half of `l2_normalize`: the chunk sums of squares of `in` into `scratch`
 /// (`l2_normalize_scratch(n)` floats). No barrier.
 template <class Exec, class Act>
 REPLAYSSM_HOST_DEVICE void l2_partial_sums(const Exec& ex, const Act* in, int n, float* scratch) {
-  ex.for_each(l2_normalize_scratch(n), [&](int c) {
-    const int end = (c + 1) * l2_normalize_chunk < n ? (c + 1) * l2_normalize_chunk : n;
-    float acc = 0.0f;
-    for (int i = c * l2_normalize_chunk; i < end; ++i) {
-      const float x = to_float(in[i]);
-      acc = math::fma(x, x, acc);
-    }
-    scratch[c] = acc;
-  });
+  ex.for_each(l2_normalize_scratch(n), [&](int c) { scratch[c] = l2_chunk_sum(in, n, c); });
 }
 
 /// Second half of `l2_normalize`, after a barrier: out = scale * in / sqrt(sum + eps) from the
@@ -43,8 +58,8 @@ REPLAYSSM_HOST_DEVICE void l2_scale(const Exec& ex, const Act* in, int n, float*
   const int chunks = l2_normalize_scratch(n);
   float sum = 0.0f;
   for (int c = 0; c < chunks; ++c) sum = math::add(sum, scratch[c]);
-  const float norm = math::sqrt(math::add(sum, eps));
-  ex.for_each(n, [&](int i) { out[i] = math::mul(math::div(to_float(in[i]), norm), scale); });
+  const float norm = l2_norm(sum, eps);
+  ex.for_each(n, [&](int i) { out[i] = l2_normalized(to_float(in[i]), norm, scale); });
 }
 
 /// out[i] = scale * in[i] / sqrt(sum_j in[j]^2 + eps), over n elements: the L2

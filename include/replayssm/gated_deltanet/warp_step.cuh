@@ -34,6 +34,7 @@
 #include <cstdint>
 
 #include "replayssm/gated_deltanet/head_step.hpp"
+#include "replayssm/gated_deltanet/inputs.hpp"
 #include "replayssm/gated_deltanet/recurrence.hpp"
 #include "replayssm/numeric/activation.hpp"
 #include "replayssm/replay/scalar_decay.hpp"
@@ -169,21 +170,16 @@ struct gdn_stage_tile {
 };
 
 /// The L2 normalization of the token's K-vector `in` into shared `out` (scaled by `scale`),
-/// with the bits of `l2_normalize`: lane c < K / 16 sums chunk c's squares in index order,
-/// every lane adds the chunk sums in chunk order.
+/// with the bits of `l2_normalize` (its pieces): lane c < K / 16 sums chunk c, every lane adds
+/// the chunk sums in chunk order.
 template <class Act>
 __device__ void warp_l2_normalize(const Act* in, int32_t K, float* out, float scale, int lane) {
   const int chunks = l2_normalize_scratch(K);
-  float chunk_sum = 0.0f;
-  if (lane < chunks)
-    for (int i = lane * l2_normalize_chunk; i < (lane + 1) * l2_normalize_chunk && i < K; ++i) {
-      const float x = to_float(in[i]);
-      chunk_sum = math::fma(x, x, chunk_sum);
-    }
+  const float chunk_sum = lane < chunks ? l2_chunk_sum(in, K, lane) : 0.0f;
   float sum = 0.0f;
   for (int c = 0; c < chunks; ++c) sum = math::add(sum, __shfl_sync(0xffffffffu, chunk_sum, c));
-  const float norm = math::sqrt(math::add(sum, gated_deltanet::l2_norm_eps));
-  for (int32_t i = lane; i < K; i += 32) out[i] = math::mul(math::div(to_float(in[i]), norm), scale);
+  const float norm = l2_norm(sum);
+  for (int32_t i = lane; i < K; i += 32) out[i] = l2_normalized(to_float(in[i]), norm, scale);
 }
 
 /// The window's coefficients, with the bits of `stage_gdn_coefficients` for one token at

@@ -99,16 +99,9 @@ namespace detail {
 template <class Policy, warp::copy_engine Engine, bool Flush, class Act>
 status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   const uint32_t warp_bytes = warp::mamba2_warp_layout<Policy, Act, Flush>::make(p.shape()).bytes;
-  if (warp_bytes + uint32_t(d.reserved_per_block) > uint32_t(d.shared_per_block))
-    return status::error("mamba2: a warp step of this shape and window needs " + std::to_string(warp_bytes) +
-                         " bytes of shared memory, more than the device's " + std::to_string(d.shared_per_block));
   auto kernel = mamba2_warp_kernel<Policy, Act, Engine, Flush>;
-  // Raised to the device's limit once, so that the occupancy queries see every block size.
-  if (const cudaError_t e =
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.shared_per_block);
-      e != cudaSuccess)
-    return cuda_error("raising the kernel's shared memory limit", e);
-  const warp_geometry g = choose_warp_geometry(kernel, d, warp_bytes, int64_t(p.batch) * p.heads);
+  warp_geometry g;
+  if (status s = prepare_warp_kernel(kernel, d, warp_bytes, int64_t(p.batch) * p.heads, "mamba2", g); !s) return s;
   const size_t smem = size_t(g.warps_per_block) * warp_bytes;
   const int32_t heads_per_block = g.parts > 1 ? 1 : g.warps_per_block;
   kernel<<<dim3((p.heads + heads_per_block - 1) / heads_per_block, p.batch), g.warps_per_block * 32, smem, stream>>>(

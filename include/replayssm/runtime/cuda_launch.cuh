@@ -104,6 +104,26 @@ warp_geometry choose_warp_geometry(Kernel kernel, const device_limits& d, uint32
   return g;
 }
 
+/// Readies a warp kernel of `warp_bytes` of shared memory per warp for a launch over `heads`
+/// (request, head) pairs: checks that one warp's bytes fit the device (`who` names the step
+/// in the error), raises the kernel's shared memory limit to the device's, so that the
+/// occupancy queries see every block size, and chooses the geometry (`choose_warp_geometry`,
+/// a head split over up to `max_parts` warps) into `g`.
+template <class Kernel>
+status prepare_warp_kernel(Kernel kernel, const device_limits& d, uint32_t warp_bytes, int64_t heads, const char* who,
+                           warp_geometry& g, int max_parts = warp_step_threads / 32) {
+  if (warp_bytes + uint32_t(d.reserved_per_block) > uint32_t(d.shared_per_block))
+    return status::error(std::string(who) + ": a warp step of this shape and window needs " +
+                         std::to_string(warp_bytes) + " bytes of shared memory, more than the device's " +
+                         std::to_string(d.shared_per_block));
+  if (const cudaError_t e =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.shared_per_block);
+      e != cudaSuccess)
+    return cuda_error("raising the kernel's shared memory limit", e);
+  g = choose_warp_geometry(kernel, d, warp_bytes, heads, max_parts);
+  return {};
+}
+
 /// Launches `kernel` over (heads, batch) blocks with `smem` bytes of dynamic shared memory,
 /// after checking that the device has that much per block (`who` names the step).
 template <class Kernel, class Params>
