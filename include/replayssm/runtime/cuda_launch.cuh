@@ -8,9 +8,13 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <climits>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "replayssm/runtime/commit.hpp"
@@ -51,25 +55,58 @@ inline status cuda_error(const char* what, cudaError_t e) {
   return status::error(std::string("replayssm: ") + what + ": " + cudaGetErrorString(e));
 }
 
+/// What the CUDA runtime tells the launchers and never changes while a process runs (device
+/// attributes, a kernel's occupancy), asked once per key: asked on every call, those queries
+/// took 18-27 us of a launcher's host time (docs/benchmarks.md). Thread-safe.
+template <class Key, class Value>
+class query_cache {
+ public:
+  /// The value of `key` into `value`: cached, or made by `make(value)` (outside the lock;
+  /// an error is returned and not cached).
+  template <class Make>
+  status get(const Key& key, Value& value, Make&& make) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (const auto it = values_.find(key); it != values_.end()) {
+        value = it->second;
+        return {};
+      }
+    }
+    if (status s = make(value); !s) return s;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    values_.emplace(key, value);
+    return {};
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<Key, Value> values_;
+};
+
 /// What the launchers need to know of the current device.
 struct device_limits {
+  int device = 0;              ///< its ordinal
   int shared_per_block = 0;    ///< opt-in maximum of dynamic shared memory per block
   int reserved_per_block = 0;  ///< shared memory the system reserves per resident block
   int major = 0;               ///< compute capability
   int multiprocessors = 0;
 };
+/// The current device's limits (queried once per device).
 inline status query_device(device_limits& d) {
   int device = 0;
   if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return cuda_error("no CUDA device", e);
-  const std::pair<int*, cudaDeviceAttr> queries[] = {
-      {&d.shared_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin},
-      {&d.reserved_per_block, cudaDevAttrReservedSharedMemoryPerBlock},
-      {&d.major, cudaDevAttrComputeCapabilityMajor},
-      {&d.multiprocessors, cudaDevAttrMultiProcessorCount}};
-  for (const auto& [value, attribute] : queries)
-    if (const cudaError_t e = cudaDeviceGetAttribute(value, attribute, device); e != cudaSuccess)
-      return cuda_error("querying the device", e);
-  return {};
+  static query_cache<int, device_limits> known;
+  return known.get(device, d, [device](device_limits& q) {
+    q.device = device;
+    const std::pair<int*, cudaDeviceAttr> queries[] = {{&q.shared_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin},
+                                                       {&q.reserved_per_block, cudaDevAttrReservedSharedMemoryPerBlock},
+                                                       {&q.major, cudaDevAttrComputeCapabilityMajor},
+                                                       {&q.multiprocessors, cudaDevAttrMultiProcessorCount}};
+    for (const auto& [value, attribute] : queries)
+      if (const cudaError_t e = cudaDeviceGetAttribute(value, attribute, device); e != cudaSuccess)
+        return cuda_error("querying the device", e);
+    return status{};
+  });
 }
 
 /// How a warp kernel is laid out: warps per block, and warps per head (`parts`; the block
@@ -78,37 +115,57 @@ struct warp_geometry {
   int warps_per_block = 1, parts = 1;
 };
 
-/// The geometry of a warp kernel with `warp_bytes` of shared memory per warp over `heads`
+/// Block sizes of the warp kernels, in warps: 1, 2, 4, ... up to `warp_step_threads / 32`.
+inline constexpr int warp_block_sizes = 3;
+static_assert(1 << (warp_block_sizes - 1) == warp_step_threads / 32, "warp_block_sizes: one per power of two");
+
+/// Warps of a warp kernel resident per SM with blocks of 1, 2, 4, ... warps (0: the block's
+/// shared memory does not fit).
+using resident_warps = std::array<int, warp_block_sizes>;
+
+/// The geometry of a warp kernel with `resident` warps per SM for each block size over `heads`
 /// (request, head) pairs: the block size that keeps the most warps resident per SM (fewer
 /// warps per block pack shared memory more tightly), and a head's rows split over up to
 /// `max_parts` warps when the heads alone would leave most of those warps idle.
-template <class Kernel>
-warp_geometry choose_warp_geometry(Kernel kernel, const device_limits& d, uint32_t warp_bytes, int64_t heads,
-                                   int max_parts = warp_step_threads / 32) {
-  auto resident_warps = [&](int warps) {
-    int blocks = 0;
-    if (size_t(warps) * warp_bytes > size_t(d.shared_per_block) ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, warps * 32, size_t(warps) * warp_bytes) !=
-            cudaSuccess)
-      return 0;
-    return blocks * warps;
-  };
+inline warp_geometry choose_warp_geometry(const resident_warps& resident, const device_limits& d, int64_t heads,
+                                          int max_parts) {
   warp_geometry g;
-  int best = resident_warps(1);
-  for (int warps = 2; warps <= warp_step_threads / 32; warps *= 2)
-    if (const int r = resident_warps(warps); r >= best) best = r, g.warps_per_block = warps;
+  int best = resident[0];
+  for (int i = 1; i < warp_block_sizes; ++i)
+    if (resident[i] >= best) best = resident[i], g.warps_per_block = 1 << i;
   const int64_t slots = int64_t(best) * d.multiprocessors;
-  while (g.parts < max_parts && heads * g.parts * 2 <= slots && resident_warps(g.parts * 2) > 0)
-    g.parts *= 2;
+  for (int i = 1; i < warp_block_sizes && (1 << i) <= max_parts && heads * (1 << i) <= slots && resident[i] > 0; ++i)
+    g.parts = 1 << i;
   if (g.parts > 1) g.warps_per_block = g.parts;
   return g;
 }
 
+/// Raises `kernel`'s shared memory limit to the device's, so that the occupancy queries see
+/// every block size, and asks how many warps of it are resident per SM for each block size.
+template <class Kernel>
+status ask_resident_warps(Kernel kernel, const device_limits& d, uint32_t warp_bytes, resident_warps& r) {
+  if (const cudaError_t e =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.shared_per_block);
+      e != cudaSuccess)
+    return cuda_error("raising the kernel's shared memory limit", e);
+  for (int i = 0; i < warp_block_sizes; ++i) {
+    const int warps = 1 << i;
+    const size_t bytes = size_t(warps) * warp_bytes;
+    int blocks = 0;
+    if (bytes <= size_t(d.shared_per_block))
+      if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, warps * 32, bytes);
+          e != cudaSuccess)
+        return cuda_error("asking the kernel's occupancy", e);
+    r[size_t(i)] = blocks * warps;
+  }
+  return {};
+}
+
 /// Readies a warp kernel of `warp_bytes` of shared memory per warp for a launch over `heads`
 /// (request, head) pairs: checks that one warp's bytes fit the device (`who` names the step
-/// in the error), raises the kernel's shared memory limit to the device's, so that the
-/// occupancy queries see every block size, and chooses the geometry (`choose_warp_geometry`,
-/// a head split over up to `max_parts` warps) into `g`.
+/// in the error), asks its occupancy once per (kernel, device, bytes per warp)
+/// (`ask_resident_warps`) and chooses the geometry (`choose_warp_geometry`, a head split over
+/// up to `max_parts` warps) into `g`.
 template <class Kernel>
 status prepare_warp_kernel(Kernel kernel, const device_limits& d, uint32_t warp_bytes, int64_t heads, const char* who,
                            warp_geometry& g, int max_parts = warp_step_threads / 32) {
@@ -116,11 +173,14 @@ status prepare_warp_kernel(Kernel kernel, const device_limits& d, uint32_t warp_
     return status::error(std::string(who) + ": a warp step of this shape and window needs " +
                          std::to_string(warp_bytes) + " bytes of shared memory, more than the device's " +
                          std::to_string(d.shared_per_block));
-  if (const cudaError_t e =
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.shared_per_block);
-      e != cudaSuccess)
-    return cuda_error("raising the kernel's shared memory limit", e);
-  g = choose_warp_geometry(kernel, d, warp_bytes, heads, max_parts);
+  static query_cache<std::tuple<const void*, int, uint32_t>, resident_warps> known;
+  resident_warps resident{};
+  const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), d.device, warp_bytes);
+  if (status s =
+          known.get(key, resident, [&](resident_warps& r) { return ask_resident_warps(kernel, d, warp_bytes, r); });
+      !s)
+    return s;
+  g = choose_warp_geometry(resident, d, heads, max_parts);
   return {};
 }
 

@@ -51,6 +51,18 @@ TEST_CASE("the gdn warp read step matches the CPU in every read format and copy 
   runner::lanes_copy_engine = false;
 }
 
+TEST_CASE("gpu gdn flushes and write-back steps match the CPU in every state format, window and mode",
+          "[gpu][gdn][decode]") {
+  // Stochastic rounding of a 16-bit state, the longest window (its flushes on the head step),
+  // recomputed u (raw_inputs), and the odd shape's write-back.
+  const gdn_case c{qwen35_4b, 5, 7, 37};
+  require_bit_identical<gdn_harness, writeback_policy<bf16_format, round_stochastic>, bfloat16_t>(c, 4);
+  require_bit_identical<gdn_harness, writeback_policy<fp16_format>, float>({gdn_odd_shape, 3, 5, 41}, 4);
+  require_bit_identical<gdn_harness, replay_policy<max_window, fp32_format>, bfloat16_t>(c, 2 * max_window + 6);
+  require_bit_identical<gdn_harness, gdn_policy<replay_policy<16, fp32_format>, gdn_window::raw_inputs>, bfloat16_t>(
+      c, 36);
+}
+
 TEST_CASE("gpu gdn replay on the Qwen3.5 shape with staggered phases", "[gpu][gdn][decode][model]") {
   // Outputs only: with staggered phases the checkpoints hold different steps per slot (the
   // bit-identity tests compare them with the CPU's).
