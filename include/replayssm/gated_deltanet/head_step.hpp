@@ -9,10 +9,13 @@
 /// A step works one state row (one value channel p) at a time, the row's K values in
 /// registers, so that everything a row needs from the state (S k for u, S q for the output)
 /// is a dot product over the row:
-///  - fold: a flush replays the folded entries on the row in order, S = exp(g) S + u k^T,
-///    and writes the checkpoint (and read copy). A decode step whose token fills the window
-///    folds the token too, with u from the row itself, as conventional decoding does; the
-///    write-back policy (a window of one) is exactly that.
+///  - fold: a flush folds the window's entries into the row and writes the checkpoint (and
+///    read copy). Stored u (`corrected_values`) folds in closed form, as Mamba-2 folds
+///    (replay/scalar_decay.hpp): S = exp(G) S + sum_j exp(decay j -> end) u_j k_j^T, one
+///    multiply-add per entry and element; the `raw_inputs` mode recomputes each u_j from the
+///    row, entry by entry, S = exp(g_j) S + u_j k_j^T. A decode step whose token fills the
+///    window folds the token too, with u from the row itself, as conventional decoding does;
+///    the write-back policy (a window of one) is exactly that.
 ///  - open tokens (not folded): with R the read copy (or the new checkpoint after a flush),
 ///        S_{t-1} k_t = exp(G) R k_t + sum_e exp(G_e) (k_e . k_t) u_e
 ///        u_t = beta_t (v_t - exp(g_t) S_{t-1} k_t)
@@ -102,7 +105,7 @@ struct gdn_head_state {
 /// Shared scratch of a Gated DeltaNet head step, in floats (ask `bytes()`).
 struct gdn_scratch_layout {
   int32_t tokens, entries;
-  int32_t keys, queries, window_u, log_decay, decay, beta, state_decay, key_coef, query_coef, norm, total;
+  int32_t keys, queries, window_u, log_decay, decay, beta, fold_coef, state_decay, key_coef, query_coef, norm, total;
 
   /// The layout of a step of up to `tokens` tokens under a policy of window `window`.
   REPLAYSSM_HOST_DEVICE static gdn_scratch_layout make(gdn_layer_shape s, int32_t window, int32_t tokens = 1) {
@@ -124,6 +127,9 @@ struct gdn_scratch_layout {
     l.log_decay = take(E);
     l.decay = take(E);  // exp(log decay), once per entry rather than per row and lane
     l.beta = take(E);
+    // The closed-form fold of the window's stored u: entry j's coefficient exp(decay j -> L)
+    // at j < L, the checkpoint's decay over the window at L.
+    l.fold_coef = take(E + 1);
     l.state_decay = take(T);     // decay of the state from the folded entries to open token t
     l.key_coef = take(T * E);    // exp(G_e) (k_e . k_t) per open token t and entry e
     l.query_coef = take(T * E);  // exp(G'_e) (k_e . q_t)
@@ -216,16 +222,16 @@ struct gdn_row_part {
       return math::add(math::add(acc[0], acc[1]), math::add(acc[2], acc[3]));
   }
 
-  /// Multiplies every value by `a`.
+  /// Multiplies every value by the decay `a` (`decayed_checkpoint`).
   REPLAYSSM_HOST_DEVICE void scale(float a) {
-    for (float& x : v) x = math::mul(a, x);
+    for (float& x : v) x = decayed_checkpoint(a, x);
   }
-  /// Adds u k^T: value i += u * k[its column].
+  /// Adds u k^T: value i += u * k[its column] (`fold_entry`).
   REPLAYSSM_HOST_DEVICE void add_outer(float u, const float* k, int32_t K, int lane) {
     for (int i = 0; i < blocks; ++i) {
       const int32_t c0 = column(i, lane);
       for (int e = 0; e < gdn_column_block; ++e)
-        if (c0 + e < K) v[i * gdn_column_block + e] = math::fma(u, k[c0 + e], v[i * gdn_column_block + e]);
+        if (c0 + e < K) v[i * gdn_column_block + e] = fold_entry(v[i * gdn_column_block + e], u, k[c0 + e]);
     }
   }
 };
@@ -237,14 +243,12 @@ REPLAYSSM_HOST_DEVICE float row_dot(const Exec& ex, const gdn_row_part<Lanes>& s
 }
 
 /// One conventional step on a state row: S = decay S (decay = exp(g)), then S += u k^T with
-/// the given u, or (`recompute`) with u = beta (v - S k). Returns u.
+/// u = beta (v - S k).
 template <class Exec, int Lanes>
-REPLAYSSM_HOST_DEVICE float fold_row(const Exec& ex, gdn_row_part<Lanes>& s, const float* k, int32_t K, int lane,
-                                     float decay, bool recompute, float u, float beta, float v) {
+REPLAYSSM_HOST_DEVICE void fold_row(const Exec& ex, gdn_row_part<Lanes>& s, const float* k, int32_t K, int lane,
+                                    float decay, float beta, float v) {
   s.scale(decay);
-  if (recompute) u = math::mul(beta, math::add(v, -row_dot(ex, s, k, K, lane)));
-  s.add_outer(u, k, K, lane);
-  return u;
+  s.add_outer(gated_deltanet::corrected_value(beta, v, row_dot(ex, s, k, K, lane)), k, K, lane);
 }
 
 }  // namespace detail
@@ -312,6 +316,10 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_coefficients(const Exec& ex, gdn_layer_shap
   }
   ex.for_each(plan.tokens,
               [&](int t) { scratch[l.state_decay + t] = math::exp(suffix_log_decay(log_decay, F - 1, L + t + 1)); });
+  if (plan.writes_checkpoint)
+    ex.for_each(L + 1, [&](int j) {
+      scratch[l.fold_coef + j] = j < L ? math::exp(suffix_log_decay(log_decay, j, L)) : checkpoint_decay(log_decay, L);
+    });
   ex.sync();
 }
 
@@ -334,17 +342,23 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
     const bool writer = lane == 0;  // every lane holds the row's sums; one writes them
     if (plan.writes_checkpoint) {
       s.load(st.checkpoint_source.data != nullptr ? st.checkpoint_source : st.checkpoint, p, V, K, lane);
-      for (int32_t j = 0; j < F; ++j) {
+      int32_t first_recomputed = 0;  // the entries before it fold in closed form
+      if constexpr (!keeps_raw_inputs<Policy>) {
+        if (L > 0) {
+          s.scale(scratch[l.fold_coef + L]);
+          for (int32_t j = 0; j < L; ++j)
+            s.add_outer(weighted_value(scratch[l.fold_coef + j], scratch[l.window_u + j * V + p]), keys + j * K, K, lane);
+        }
+        first_recomputed = L;
+      }
+      for (int32_t j = first_recomputed; j < F; ++j) {
         const bool token = j >= L;
-        const bool recompute = token || keeps_raw_inputs<Policy>;
-        const int32_t slot = plan.ring_slot(j);
-        const float u = recompute ? 0.0f : scratch[l.window_u + j * V + p];
         float v = 0.0f;
         if (token)
           v = to_float(in.v.at(j - L)[p]);
         else if constexpr (keeps_raw_inputs<Policy>)
-          v = to_float(st.window_v[slot * st.window_v_stride + p]);
-        detail::fold_row(ex, s, keys + j * K, K, lane, scratch[l.decay + j], recompute, u, scratch[l.beta + j], v);
+          v = to_float(st.window_v[plan.ring_slot(j) * st.window_v_stride + p]);
+        detail::fold_row(ex, s, keys + j * K, K, lane, scratch[l.decay + j], scratch[l.beta + j], v);
         if (token) {
           const float o = detail::row_dot(ex, s, queries + (j - L) * K, K, lane);
           if (writer) in.o.at(j - L)[p] = from_float<Act>(o);
@@ -378,7 +392,7 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
     for (int t = 0; t < MaxTokens; ++t) {
       if (t < first || t >= plan.tokens) continue;
       for (int i = 0; i < t; ++i) key_term[t] = math::fma(scratch[l.key_coef + t * E + L + i], u[i], key_term[t]);
-      u[t] = math::mul(scratch[l.beta + L + t], math::add(to_float(in.v.at(t)[p]), -key_term[t]));
+      u[t] = gated_deltanet::corrected_value(scratch[l.beta + L + t], to_float(in.v.at(t)[p]), key_term[t]);
       for (int i = 0; i <= t; ++i)
         query_term[t] = math::fma(scratch[l.query_coef + t * E + L + i], u[i], query_term[t]);
       if (writer) {

@@ -84,6 +84,12 @@ struct gated_deltanet {
   /// Write strength of the step, beta = sigmoid(b), in [0, 1].
   REPLAYSSM_HOST_DEVICE static float write_strength(float b) { return math::sigmoid(b); }
 
+  /// The corrected value of a state row, u = beta (v - (S' k)), from the row's dot product
+  /// with the key.
+  REPLAYSSM_HOST_DEVICE static float corrected_value(float beta, float v, float state_dot_key) {
+    return math::mul(beta, math::add(v, -state_dot_key));
+  }
+
   /// Scale of the normalized query, K^-1/2.
   REPLAYSSM_HOST_DEVICE static float query_scale(int32_t key_dim) {
     return math::div(1.0f, math::sqrt(static_cast<float>(key_dim)));

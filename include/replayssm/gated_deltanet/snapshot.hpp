@@ -40,8 +40,8 @@ REPLAYSSM_HOST_DEVICE uint32_t gdn_snapshot_head_step(const Exec& ex, const gdn_
     detail::gdn_row_part<Exec::row_lanes> s;
     s.load(v.state.checkpoint, row, V, K, lane);
     for (int32_t t = 0; t < T; ++t) {
-      detail::fold_row(ex, s, scratch + l.keys + t * K, K, lane, scratch[l.decay + t], true, 0.0f,
-                       scratch[l.beta + t], to_float(v.in.v.at(t)[row]));
+      detail::fold_row(ex, s, scratch + l.keys + t * K, K, lane, scratch[l.decay + t], scratch[l.beta + t],
+                       to_float(v.in.v.at(t)[row]));
       const float o = detail::row_dot(ex, s, scratch + l.queries + t * K, K, lane);
       if (lane == 0) v.in.o.at(t)[row] = from_float<Act>(o);
       const int32_t snapshot = p.snapshot_slots[int64_t(b) * p.tokens + t];

@@ -89,7 +89,7 @@ struct gdn_warp_layout {
   static constexpr int window = Policy::window;
   static constexpr uint32_t stream_bytes =
       sizeof(typename gdn_warp_config<Policy>::template stream<copy_engine::bulk>::TempStorage);
-  uint32_t key, query, log_decay, decay, key_coef, query_coef, bytes;
+  uint32_t key, query, log_decay, fold_coef, key_coef, query_coef, bytes;
 
   static constexpr uint32_t align16(uint32_t n) { return (n + 15u) / 16u * 16u; }
   __host__ __device__ static gdn_warp_layout make(gdn_layer_shape s) {
@@ -102,8 +102,8 @@ struct gdn_warp_layout {
     };
     l.key = take((Flush ? window : 1) * uint32_t(s.key_dim) * 4);
     l.query = take(uint32_t(s.key_dim) * 4);
-    l.log_decay = take(Flush ? 0 : (window + 1) * 4);
-    l.decay = take(Flush ? window * 4 : 0);
+    l.log_decay = take((window + 1) * 4);
+    l.fold_coef = take(Flush ? window * 4 : 0);
     l.key_coef = take(Flush ? 0 : window * 4);
     l.query_coef = take(Flush ? 0 : (window + 1) * 4);
     l.bytes = (at + 127u) / 128u * 128u;
@@ -330,7 +330,7 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
       key_term = math::fma(key_coef[e], window_u[i][e], key_term);
       query_term = math::fma(query_coef[e], window_u[i][e], query_term);
     }
-    const float u = math::mul(beta, math::add(v[i], -key_term));
+    const float u = gated_deltanet::corrected_value(beta, v[i], key_term);
     query_term = math::fma(query_coef[L], u, query_term);
     in.o.at(0)[p] = from_float<Act>(query_term);
     st.window_u[ring * st.window_u_stride + p] = u;
@@ -351,8 +351,9 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
 /// of its whole row with k_t once the window is folded, and a lane sees a few columns of
 /// every row per stage; so the first pass folds the window and forms that dot product, and
 /// the second folds again, adds the token and stores. The arithmetic per element is the head
-/// step's `fold_row`, entry by entry, so that the checkpoint has the CPU's bits. The cursor is
-/// the caller's to advance.
+/// step's: the window in closed form (`decayed_checkpoint`, then `fold_entry` per entry), the
+/// token as `fold_row` folds it, so that the checkpoint has the CPU's bits. The cursor is the
+/// caller's to advance.
 template <class Stream, class Policy, class Act>
 __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
                                gdn_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
@@ -365,7 +366,8 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
   const auto l = gdn_warp_layout<Policy, true>::make(s);
   float* keys = reinterpret_cast<float*>(smem + l.key);
   float* query = reinterpret_cast<float*>(smem + l.query);
-  float* decay = reinterpret_cast<float*>(smem + l.decay);
+  float* log_decay = reinterpret_cast<float*>(smem + l.log_decay);
+  float* fold_coef = reinterpret_cast<float*>(smem + l.fold_coef);
 
   // The window's keys into shared memory, its u values of the lane's rows into registers.
   for (int32_t j = 0; j < L; ++j)
@@ -386,9 +388,20 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
   detail::warp_l2_normalize(in.k.at(0), K, keys + L * K, 1.0f, lane);
   detail::warp_l2_normalize(in.q.at(0), K, query, gated_deltanet::query_scale(K), lane);
   for (int32_t j = lane; j <= L; j += 32)
-    decay[j] = math::exp(j < L ? st.window_g[plan.ring_slot(j) * st.window_g_stride] : token_log_decay);
+    log_decay[j] = j < L ? st.window_g[plan.ring_slot(j) * st.window_g_stride] : token_log_decay;
   lanes_wait<0>();
   __syncwarp();
+  // The closed form's coefficients, as the head step stages them: entry j's at j < L, the
+  // checkpoint's decay at L; each lane's u weighted by them once.
+  for (int32_t j = lane; j <= L; j += 32)
+    fold_coef[j] = j < L ? math::exp(suffix_log_decay(log_decay, j, L)) : checkpoint_decay(log_decay, L);
+  __syncwarp();
+#pragma unroll
+  for (int j = 0; j < W - 1; ++j)
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+      if (j < L) u[i][j] = weighted_value(fold_coef[j], u[i][j]);
+  const float window_decay = fold_coef[L], token_decay = math::exp(token_log_decay);
 
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
@@ -416,33 +429,37 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
 #pragma unroll
     for (int unit = 0; unit < UPS; ++unit) {
       const int32_t column = column0 + unit * Kc;
-      // The window's entries in order: S = exp(g_j) S, then S += u_j k_j^T (`fold_row`).
+      // The window's entries in closed form: S = exp(G) S, then S += (a_j u_j) k_j in order.
+      if (L > 0) {  // the same for every lane
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+#pragma unroll
+          for (int e = 0; e < Kc; ++e) t.v[unit][i][e] = decayed_checkpoint(window_decay, t.v[unit][i][e]);
+      }
 #pragma unroll
       for (int j = 0; j < W - 1; ++j) {
         if (j >= L) break;  // the same for every lane
         float k[Kc];
         load_scratch(keys + j * K + column, k);
-        const float d = decay[j];
 #pragma unroll
         for (int i = 0; i < R; ++i)
 #pragma unroll
-          for (int e = 0; e < Kc; ++e) t.v[unit][i][e] = math::fma(u[i][j], k[e], math::mul(d, t.v[unit][i][e]));
+          for (int e = 0; e < Kc; ++e) t.v[unit][i][e] = fold_entry(t.v[unit][i][e], u[i][j], k[e]);
       }
       // The token: its decay, then (first pass) the dot with k_t for its u, or (second) its
       // update, the store and the dot with q_t for the output.
       float k[Kc], q[Kc];
       load_scratch(token_key + column, k);
       load_scratch(query + column, q);
-      const float d = decay[L];
 #pragma unroll
       for (int i = 0; i < R; ++i) {
 #pragma unroll
         for (int e = 0; e < Kc; ++e) {
-          const float x = math::mul(d, t.v[unit][i][e]);
+          const float x = decayed_checkpoint(token_decay, t.v[unit][i][e]);
           if (!second) {
             by_key.acc[i][0] = math::fma(x, k[e], by_key.acc[i][0]);
           } else {
-            t.v[unit][i][e] = math::fma(token_u[i], k[e], x);
+            t.v[unit][i][e] = fold_entry(x, token_u[i], k[e]);
             by_query.acc[i][0] = math::fma(t.v[unit][i][e], q[e], by_query.acc[i][0]);
           }
         }
@@ -453,7 +470,7 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
     }
     if (stage == S - 1) {  // the first pass is complete: the token's u per row
 #pragma unroll
-      for (int i = 0; i < R; ++i) token_u[i] = math::mul(beta, math::add(v[i], -by_key.total(i, blocks)));
+      for (int i = 0; i < R; ++i) token_u[i] = gated_deltanet::corrected_value(beta, v[i], by_key.total(i, blocks));
     }
   };
   stream.for_each_stage(load, fold);
