@@ -346,8 +346,10 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
       if constexpr (!keeps_raw_inputs<Policy>) {
         if (L > 0) {
           s.scale(scratch[l.fold_coef + L]);
-          for (int32_t j = 0; j < L; ++j)
-            s.add_outer(weighted_value(scratch[l.fold_coef + j], scratch[l.window_u + j * V + p]), keys + j * K, K, lane);
+          for (int32_t j = 0; j < L; ++j) {
+            const float weighted_u = weighted_value(scratch[l.fold_coef + j], scratch[l.window_u + j * V + p]);
+            s.add_outer(weighted_u, keys + j * K, K, lane);
+          }
         }
         first_recomputed = L;
       }
