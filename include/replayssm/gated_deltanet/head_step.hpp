@@ -316,10 +316,8 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_coefficients(const Exec& ex, gdn_layer_shap
   }
   ex.for_each(plan.tokens,
               [&](int t) { scratch[l.state_decay + t] = math::exp(suffix_log_decay(log_decay, F - 1, L + t + 1)); });
-  if (plan.writes_checkpoint)
-    ex.for_each(L + 1, [&](int j) {
-      scratch[l.fold_coef + j] = j < L ? math::exp(suffix_log_decay(log_decay, j, L)) : checkpoint_decay(log_decay, L);
-    });
+  if (plan.writes_checkpoint && L > 0)  // the window's entries fold in closed form
+    ex.for_each(L + 1, [&](int j) { scratch[l.fold_coef + j] = fold_decay(log_decay, j, L); });
   ex.sync();
 }
 
@@ -342,18 +340,13 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
     const bool writer = lane == 0;  // every lane holds the row's sums; one writes them
     if (plan.writes_checkpoint) {
       s.load(st.checkpoint_source.data != nullptr ? st.checkpoint_source : st.checkpoint, p, V, K, lane);
-      int32_t first_recomputed = 0;  // the entries before it fold in closed form
+      // Stored u folds in closed form; recomputed u (tokens, raw_inputs) entry by entry.
       if constexpr (!keeps_raw_inputs<Policy>) {
-        if (L > 0) {
-          s.scale(scratch[l.fold_coef + L]);
-          for (int32_t j = 0; j < L; ++j) {
-            const float weighted_u = weighted_value(scratch[l.fold_coef + j], scratch[l.window_u + j * V + p]);
-            s.add_outer(weighted_u, keys + j * K, K, lane);
-          }
-        }
-        first_recomputed = L;
+        if (L > 0) s.scale(scratch[l.fold_coef + L]);
+        for (int32_t j = 0; j < L; ++j)
+          s.add_outer(weighted_value(scratch[l.fold_coef + j], scratch[l.window_u + j * V + p]), keys + j * K, K, lane);
       }
-      for (int32_t j = first_recomputed; j < F; ++j) {
+      for (int32_t j = keeps_raw_inputs<Policy> ? 0 : L; j < F; ++j) {
         const bool token = j >= L;
         float v = 0.0f;
         if (token)

@@ -393,8 +393,7 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
   __syncwarp();
   // The closed form's coefficients, as the head step stages them: entry j's at j < L, the
   // checkpoint's decay at L; each lane's u weighted by them once.
-  for (int32_t j = lane; j <= L; j += 32)
-    fold_coef[j] = j < L ? math::exp(suffix_log_decay(log_decay, j, L)) : checkpoint_decay(log_decay, L);
+  for (int32_t j = lane; j <= L; j += 32) fold_coef[j] = fold_decay(log_decay, j, L);
   __syncwarp();
 #pragma unroll
   for (int j = 0; j < W - 1; ++j)

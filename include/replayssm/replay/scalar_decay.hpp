@@ -20,15 +20,26 @@ REPLAYSSM_HOST_DEVICE float suffix_log_decay(const float* log_decay, int j, int 
   return sum;
 }
 
+/// Decay that window step j (0-based, of k) undergoes until step k-1: exp(decay from j to k-1).
+REPLAYSSM_HOST_DEVICE float entry_decay(const float* log_decay, int j, int k) {
+  return math::exp(suffix_log_decay(log_decay, j, k));
+}
+
 /// Coefficient of window step j (0-based, of k) in the state at step k-1:
 /// exp(decay from j to k-1) * scale[j].
 REPLAYSSM_HOST_DEVICE float window_coefficient(const float* log_decay, const float* scale, int j, int k) {
-  return math::mul(math::exp(suffix_log_decay(log_decay, j, k)), scale[j]);
+  return math::mul(entry_decay(log_decay, j, k), scale[j]);
 }
 
 /// Decay of the checkpoint over the whole window of k steps.
 REPLAYSSM_HOST_DEVICE float checkpoint_decay(const float* log_decay, int k) {
-  return math::exp(suffix_log_decay(log_decay, -1, k));
+  return entry_decay(log_decay, -1, k);
+}
+
+/// The decays a closed-form fold of k entries needs, indexed as the flushes stage them:
+/// entry j's (`entry_decay`) for j < k, the checkpoint's (`checkpoint_decay`) at j = k.
+REPLAYSSM_HOST_DEVICE float fold_decay(const float* log_decay, int j, int k) {
+  return j < k ? entry_decay(log_decay, j, k) : checkpoint_decay(log_decay, k);
 }
 
 /// The flush's arithmetic per state element, one definition for every executor (the CPU,
