@@ -102,26 +102,30 @@ status launch_gdn_warp_step(const gdn_params<Act>& p, const device_limits& d, cu
 
 /// A replay decode step on the warp steps with the copy engine `Engine` (validated and
 /// planned params): the read launch, then the flush launch, on the warp flush step where the
-/// policy allows (`gdn_warp_flushes`), else on the head step.
+/// policy and the shape allow (`gdn_warp_flushes`, `gdn_flush_config`), else on the head step.
 template <class Policy, warp::copy_engine Engine, int Threads, class Act>
 status gdn_warp_decode_step(const gdn_params<Act>& p, const device_limits& d, size_t smem, cudaStream_t stream) {
   if (status s = launch_gdn_warp_step<Policy, Engine, false>(p, d, stream); !s) return s;
   if constexpr (warp::gdn_warp_flushes<Policy>)
-    return launch_gdn_warp_step<Policy, Engine, true>(p, d, stream);
-  else
-    return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, step_kind::decode, true>, p, smem, Threads,
-                              stream, "gated_deltanet");
+    if (warp::gdn_flush_config<Policy>::supported(p.shape()))
+      return launch_gdn_warp_step<Policy, Engine, true>(p, d, stream);
+  return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, step_kind::decode, true>, p, smem, Threads, stream,
+                            "gated_deltanet");
 }
 
-/// Whether the read step of `p` can stream with the bulk copy engine on this device.
+/// Whether the warp steps of `p` can stream with the bulk copy engine on this device: the read
+/// step its read copy (or shared checkpoint), the warp flush the checkpoint.
 template <class Policy, class Act>
 bool gdn_bulk_copies_fit(const gdn_params<Act>& p, const device_limits& d) {
-  using stream_t = typename warp::gdn_warp_config<Policy>::template stream<warp::copy_engine::bulk>;
+  using read_stream = typename warp::gdn_warp_config<Policy>::template stream<warp::copy_engine::bulk>;
+  using flush_stream = typename warp::gdn_flush_config<Policy>::template stream<warp::copy_engine::bulk>;
   const int64_t elements = int64_t(p.value_dim) * p.key_dim;
+  const bool checkpoint_ok = flush_stream::bulk_ok(elements, p.checkpoint, p.checkpoint_scales);
   if constexpr (Policy::shared_state)
-    return d.major >= 9 && stream_t::bulk_ok(elements, p.checkpoint, p.checkpoint_scales);
+    return d.major >= 9 && checkpoint_ok;
   else
-    return d.major >= 9 && stream_t::bulk_ok(elements, p.read_copy, p.read_copy_scales);
+    return d.major >= 9 && read_stream::bulk_ok(elements, p.read_copy, p.read_copy_scales) &&
+           (checkpoint_ok || !warp::gdn_warp_flushes<Policy>);
 }
 
 /// A decode or verify step for every request of `p` (device memory): the plans, then the

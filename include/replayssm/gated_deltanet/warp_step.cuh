@@ -25,13 +25,14 @@
 ///     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);  // or _flush
 ///     if (lane == 0) *v.state.cursor = next_cursor(plan, step_kind::decode);
 ///
-/// Flushes that write a separate read copy or recompute u (`gdn_warp_flushes`) run the head
-/// step instead.
+/// Flushes that recompute u (`raw_inputs`) or fold windows over 16 (`gdn_warp_flushes`) run
+/// the head step instead.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "replayssm/gated_deltanet/head_step.hpp"
 #include "replayssm/gated_deltanet/inputs.hpp"
@@ -45,10 +46,11 @@
 namespace replayssm {
 namespace warp {
 
-/// Stage sizes and the shapes of the Gated DeltaNet warp read step.
-template <class Policy>
+/// Stage sizes and the shapes of a Gated DeltaNet warp step streaming a state in `Format`:
+/// the read step its read copy (`read_format`, the default), the flush its checkpoint.
+template <class Policy, class Format = typename Policy::read_format>
 struct gdn_warp_config {
-  using format = typename Policy::read_format;
+  using format = Format;
   static constexpr int window = Policy::window;
   /// Value rows of a head: four per lane.
   static constexpr int value_dim = 128, rows_per_lane = value_dim / 32;
@@ -71,14 +73,19 @@ struct gdn_warp_config {
   }
 };
 
-/// Whether the flushes of `Policy` run on the warp flush step: a shared state, whose stages
-/// hold whole chunks of the one format it stores, stored u (`corrected_values`; the
-/// `raw_inputs` mode recomputes u from each row as it folds, which needs whole rows), and a
-/// window of at most 16 (a lane holds the window's u of its four rows in registers). Other
-/// flushes run the head step.
+/// The stages of a flush: the checkpoint in its own format.
+template <class Policy>
+using gdn_flush_config = gdn_warp_config<Policy, typename Policy::checkpoint_format>;
+
+/// Whether the flushes of `Policy` run on the warp flush step: stored u (`corrected_values`;
+/// the `raw_inputs` mode recomputes u from each row as it folds, which needs whole rows), a
+/// window of at most 16 (a lane holds the window's u of its four rows in registers), and a
+/// separate read copy, if any, whose chunks lie within the checkpoint's stages (the flush
+/// writes it from them). Other flushes run the head step.
 template <class Policy>
 inline constexpr bool gdn_warp_flushes =
-    Policy::shared_state && !keeps_raw_inputs<Policy> && Policy::window > 1 && Policy::window <= 16;
+    !keeps_raw_inputs<Policy> && Policy::window > 1 && Policy::window <= 16 &&
+    gdn_flush_config<Policy>::stage_columns % Policy::read_format::chunk_elems == 0;
 
 /// One warp's shared memory for a read (`Flush` false) or flush step (bytes, 16-byte aligned
 /// regions): the stream's ring, the normalized keys (a read step's token; a flush's window
@@ -87,8 +94,8 @@ inline constexpr bool gdn_warp_flushes =
 template <class Policy, bool Flush = false>
 struct gdn_warp_layout {
   static constexpr int window = Policy::window;
-  static constexpr uint32_t stream_bytes =
-      sizeof(typename gdn_warp_config<Policy>::template stream<copy_engine::bulk>::TempStorage);
+  using config = std::conditional_t<Flush, gdn_flush_config<Policy>, gdn_warp_config<Policy>>;
+  static constexpr uint32_t stream_bytes = sizeof(typename config::template stream<copy_engine::bulk>::TempStorage);
   uint32_t key, query, log_decay, fold_coef, key_coef, query_coef, bytes;
 
   static constexpr uint32_t align16(uint32_t n) { return (n + 15u) / 16u * 16u; }
@@ -117,11 +124,13 @@ struct gdn_warp_layout {
 template <bool Flush, copy_engine Engine, class Policy, class Act>
 __device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, uint8_t* smem, int lane) {
   static_assert(!Flush || gdn_warp_flushes<Policy>, "start_gdn_stream: this policy's flushes run the head step");
-  using stream_t = typename gdn_warp_config<Policy>::template stream<Engine>;
+  using stream_t = typename gdn_warp_layout<Policy, Flush>::config::template stream<Engine>;
   auto& storage = *reinterpret_cast<typename stream_t::TempStorage*>(smem);
   const int32_t elements = s.value_dim * s.key_dim;
-  if constexpr (Policy::shared_state)
-    return stream_t(storage, st.checkpoint, 0, elements, lane, Flush ? 2 : 1);
+  if constexpr (Flush)
+    return stream_t(storage, st.checkpoint, 0, elements, lane, 2);
+  else if constexpr (Policy::shared_state)
+    return stream_t(storage, st.checkpoint, 0, elements, lane);
   else
     return stream_t(storage, st.read_copy, 0, elements, lane);
 }
@@ -168,6 +177,24 @@ template <int Units, int Rows, int Kc>
 struct gdn_stage_tile {
   float v[Units][Rows][Kc];
 };
+
+/// Writes a flush stage's new state values (`t`, columns from `column0`) to the read copy, in
+/// its chunks of the lane's rows, rounded to nearest.
+template <class Policy, int Units, int Rows, int Kc>
+__device__ void store_read_chunks(const state_head_view<typename Policy::read_format>& read_copy,
+                                  const gdn_stage_tile<Units, Rows, Kc>& t, int32_t column0, int lane,
+                                  const random_stream_key& key) {
+  constexpr int Kr = Policy::read_format::chunk_elems, V = Rows * 32;
+#pragma unroll
+  for (int c = 0; c < Units * Kc; c += Kr)
+#pragma unroll
+    for (int i = 0; i < Rows; ++i) {
+      float chunk[Kr];
+#pragma unroll
+      for (int e = 0; e < Kr; ++e) chunk[e] = t.v[(c + e) / Kc][i][(c + e) % Kc];
+      read_copy.template store<round_nearest_even>((column0 + c) / Kr * V + lane + 32 * i, chunk, key);
+    }
+}
 
 /// The L2 normalization of the token's K-vector `in` into shared `out` (scaled by `scale`),
 /// with the bits of `l2_normalize` (its pieces): lane c < K / 16 sums chunk c, every lane adds
@@ -353,12 +380,13 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
 /// the second folds again, adds the token and stores. The arithmetic per element is the head
 /// step's: the window in closed form (`decayed_checkpoint`, then `fold_entry` per entry), the
 /// token as `fold_row` folds it, so that the checkpoint has the CPU's bits. The cursor is the
-/// caller's to advance.
+/// caller's to advance. A separate read copy is written from each stage of the second pass,
+/// rounded to nearest as the head step writes it.
 template <class Stream, class Policy, class Act>
 __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
                                gdn_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
   static_assert(gdn_warp_flushes<Policy>, "gdn_warp_flush: this policy's flushes run the head step");
-  using config = gdn_warp_config<Policy>;
+  using config = gdn_flush_config<Policy>;
   using format = typename config::format;
   constexpr int R = config::rows_per_lane, UPS = config::units_per_stage, Kc = format::chunk_elems;
   constexpr int W = Policy::window, V = config::value_dim;
@@ -467,6 +495,8 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
       }
       if ((column + Kc) % gdn_column_block == 0) second ? by_query.turn() : by_key.turn();
     }
+    if constexpr (!Policy::shared_state)
+      if (second) detail::store_read_chunks<Policy>(st.read_copy, t, column0, lane, key);
     if (stage == S - 1) {  // the first pass is complete: the token's u per row
 #pragma unroll
       for (int i = 0; i < R; ++i) token_u[i] = gated_deltanet::corrected_value(beta, v[i], by_key.total(i, blocks));
