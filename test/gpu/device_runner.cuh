@@ -153,6 +153,18 @@ spec_result gpu_spec(const typename R::case_type& c, int tokens, int rounds,
   return run_spec_scenario(c, tokens, rounds, tol, device_spec_runners<R, Policy, Act>());
 }
 
+/// Requires the GPU's `n` outputs at `gpu` within the activation's tolerance of the CPU's at
+/// `cpu`, relative to the largest (at least 1): the GPU sums in its own order.
+template <class Act>
+void require_outputs_agree(const Act* cpu, const Act* gpu, size_t n) {
+  double scale = 0.0, worst = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    scale = std::max(scale, std::abs(widen(cpu[i])));
+    worst = std::max(worst, std::abs(widen(cpu[i]) - widen(gpu[i])));
+  }
+  REQUIRE(worst <= output_tolerance<Act>() * std::max(scale, 1.0));
+}
+
 /// Runs `steps` decode steps of Policy on the CPU and on the GPU (blocks of `Threads` where
 /// the block kernels run) from the same state and inputs and requires identical bytes of a
 /// request's checkpoint (the flush's arithmetic is one definition), and outputs that agree
@@ -185,12 +197,7 @@ void require_bit_identical(const typename R::case_type& c, int steps) {
     R::output(p) = out_gpu.data();
     REQUIRE(gpu_decode(p, gpu_state).ok());
     INFO("step " << t);
-    double scale = 0.0, worst = 0.0;
-    for (size_t i = 0; i < out_cpu.size(); ++i) {
-      scale = std::max(scale, std::abs(widen(out_cpu[i])));
-      worst = std::max(worst, std::abs(widen(out_cpu[i]) - widen(out_gpu[i])));
-    }
-    REQUIRE(worst <= output_tolerance<Act>() * std::max(scale, 1.0));
+    require_outputs_agree(out_cpu.data(), out_gpu.data(), out_cpu.size());
     REQUIRE(cpu_state.checkpoint_values(slots[0]) == gpu_state.checkpoint_values(slots[0]));
   }
 }

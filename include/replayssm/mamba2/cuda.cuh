@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cuda.cuh
-/// The ready-made CUDA kernels of the Mamba-2 steps and their launchers. Decode steps run on
-/// the warp steps (mamba2/warp_step.cuh: one warp per head, the state streamed): a planner
-/// launch decides from the cursors which requests read and which flush, then a read launch
-/// and a flush launch each step their requests. Verify steps, the snapshot baseline and
-/// shapes the warp steps do not cover run the head step of the CPU path with
-/// `block_executor`, one block per (request, head). Commits and device error reports are
+/// The ready-made CUDA kernels of the Mamba-2 steps and their launchers. Decode and verify
+/// steps run on the warp steps (mamba2/warp_step.cuh: one warp per head, the state
+/// streamed): a planner launch decides from the cursors which requests read and which flush,
+/// then a read launch and a flush launch each step their requests (a verify step flushes
+/// first, then reads every request with all its drafts). The snapshot baseline and shapes
+/// the warp steps do not cover run the head step of the CPU path with `block_executor`, one
+/// block per (request, head). Commits and device error reports are
 /// shared by every recurrence (runtime/cuda_launch.cuh).
 #pragma once
 
@@ -45,14 +46,17 @@ __global__ void __launch_bounds__(
   });
 }
 
-/// The read (`Flush` false) or flush warp kernel: each warp runs rows of one head of one
-/// request. With `parts` = 1 a block holds `blockDim.x / 32` heads of a request; otherwise
-/// its warps split one head's rows (small batches, where whole heads leave the GPU idle) and
-/// meet at one barrier before the cursor moves. Replay steps run the requests planned so; a
-/// write-back step flushes every request, each warp checking the whole request itself while
-/// its stream fills (a planner launch would add its latency to every write-back step).
-template <class Policy, class Act, warp::copy_engine Engine, bool Flush>
-__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<Flush && !Policy::is_writeback>)
+/// The read (`Flush` false) or flush warp kernel of a step of `Kind` (a verify step's read
+/// takes up to `Tokens` drafts): each warp runs rows of one head of one request. With
+/// `parts` = 1 a block holds `blockDim.x / 32` heads of a request; otherwise its warps split
+/// one head's rows (small batches, where whole heads leave the GPU idle) and meet at one
+/// barrier before the cursor moves. Replay steps run the requests planned so (a verify step
+/// reads every request it steps, after the flush of those planned to flush); a write-back
+/// step flushes every request, each warp checking the whole request itself while its stream
+/// fills (a planner launch would add its latency to every write-back step).
+template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode,
+          int Tokens = 1>
+__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<(Flush && !Policy::is_writeback) || (Tokens > 1)>)
     mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   extern __shared__ float4 warp_storage[];
   const int32_t b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -67,7 +71,10 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<Flush 
       return;
     }
   } else {
-    if (p.request_plans[b] != (Flush ? request_plan::flush : request_plan::read)) return;
+    const request_plan planned = p.request_plans[b];
+    if (Kind == step_kind::verify && !Flush ? planned == request_plan::skip
+                                            : planned != (Flush ? request_plan::flush : request_plan::read))
+      return;
   }
   const mamba2_head_views<Policy, Act> v(p, b, h, slot);
   const mamba2_layer_shape shape = p.shape();
@@ -83,23 +90,26 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<Flush 
       return;
     }
   }
-  const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
+  const step_plan plan = plan_step<Kind>(v.state, Kind == step_kind::decode ? 1 : v.in.tokens);
   if constexpr (Flush)
-    warp::mamba2_warp_flush(stream, v.in, v.state, shape, plan, rows, smem, lane);
+    warp::mamba2_warp_flush<Kind>(stream, v.in, v.state, shape, plan, rows, smem, lane);
   else
-    warp::mamba2_warp_read(stream, v.in, v.state, shape, plan, rows, smem, lane);
+    warp::mamba2_warp_read<Tokens>(stream, v.in, v.state, shape, plan, rows, smem, lane);
+  if (Kind == step_kind::verify && Flush) return;  // the verify read that follows moves the cursor
   if (parts > 1) __syncthreads();
-  if (part == 0 && lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, step_kind::decode);
+  if (part == 0 && lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, Kind);
 }
 
 namespace detail {
 
-/// Launches the read (`Flush` false) or flush warp kernel over every request. Warps per
-/// block and warps per head are chosen for occupancy (`choose_warp_geometry`).
-template <class Policy, warp::copy_engine Engine, bool Flush, class Act>
+/// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind` over every
+/// request. Warps per block and warps per head are chosen for occupancy
+/// (`choose_warp_geometry`).
+template <class Policy, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode, int Tokens = 1,
+          class Act>
 status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
-  const uint32_t warp_bytes = warp::mamba2_warp_layout<Policy, Act, Flush>::make(p.shape()).bytes;
-  auto kernel = mamba2_warp_kernel<Policy, Act, Engine, Flush>;
+  const uint32_t warp_bytes = warp::mamba2_warp_layout<Policy, Act, Flush, Tokens>::make(p.shape()).bytes;
+  auto kernel = mamba2_warp_kernel<Policy, Act, Engine, Flush, Kind, Tokens>;
   warp_geometry g;
   if (status s = prepare_warp_kernel(kernel, d, warp_bytes, int64_t(p.batch) * p.heads, "mamba2", g); !s) return s;
   const size_t smem = size_t(g.warps_per_block) * warp_bytes;
@@ -122,16 +132,23 @@ bool bulk_copies_fit(const mamba2_params<Act>& p, const device_limits& d) {
   return ok;
 }
 
-/// A decode step on the warp kernels with the copy engine `Engine` (validated params): the
-/// plans, then the read and the flush launches; a write-back step is one flush launch.
-template <class Policy, warp::copy_engine Engine, class Act>
-status mamba2_warp_decode_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+/// A step of `Kind` on the warp kernels with the copy engine `Engine` (validated params): the
+/// plans, then the read and the flush launches; a write-back step is one flush launch. A
+/// verify step flushes first (the committed entries of the requests whose drafts would not
+/// fit), then reads every request with its drafts, in a kernel for up to 4 or up to 8.
+template <class Policy, warp::copy_engine Engine, step_kind Kind, class Act>
+status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   if constexpr (Policy::is_writeback) {
     return launch_warp_step<Policy, Engine, true>(p, d, stream);
-  } else {
-    if (status s = plan_requests<Policy, step_kind::decode>(p, stream); !s) return s;
+  } else if constexpr (Kind == step_kind::decode) {
+    if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
     if (status s = launch_warp_step<Policy, Engine, false>(p, d, stream); !s) return s;
     return launch_warp_step<Policy, Engine, true>(p, d, stream);
+  } else {
+    if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
+    if (status s = launch_warp_step<Policy, Engine, true, Kind>(p, d, stream); !s) return s;
+    return p.tokens <= 4 ? launch_warp_step<Policy, Engine, false, Kind, 4>(p, d, stream)
+                         : launch_warp_step<Policy, Engine, false, Kind, max_draft_tokens>(p, d, stream);
   }
 }
 
@@ -144,13 +161,13 @@ status mamba2_tokens_step(const mamba2_params<Act>& p, cudaStream_t stream,
   if (status s = validate_mamba2<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
   if (status s = check_request_plans(p); !s) return s;
   if (p.batch == 0) return {};
-  if constexpr (Kind == step_kind::decode) {
+  if constexpr (Kind == step_kind::decode || !Policy::is_writeback) {
     if (warp::mamba2_warp_config<Policy>::supported(p.state_dim)) {
       device_limits d;
       if (status s = query_device(d); !s) return s;
       const bool bulk = engine != nullptr ? *engine == warp::copy_engine::bulk : bulk_copies_fit<Policy>(p, d);
-      return bulk ? mamba2_warp_decode_step<Policy, warp::copy_engine::bulk>(p, d, stream)
-                  : mamba2_warp_decode_step<Policy, warp::copy_engine::lanes>(p, d, stream);
+      return bulk ? mamba2_warp_step<Policy, warp::copy_engine::bulk, Kind>(p, d, stream)
+                  : mamba2_warp_step<Policy, warp::copy_engine::lanes, Kind>(p, d, stream);
     }
   }
   if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;

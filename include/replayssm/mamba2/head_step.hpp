@@ -16,7 +16,8 @@
 /// The conventional write-back step is the flush of a window of one. A verify step of T
 /// drafts is the same with T queries: draft t sees the checkpoint (or read copy), the window
 /// and drafts 0..t, the state is read once for all of them, and the committed entries are
-/// flushed first when the drafts would not fit after them.
+/// flushed first when the drafts would not fit after them (the drafts then read the state
+/// as the flush stored it, as read steps do).
 #pragma once
 
 #include <cstddef>
@@ -291,9 +292,9 @@ REPLAYSSM_HOST_DEVICE void stage_coefficients(const Exec& ex, const mamba2_head_
 }
 
 /// Flush: forms the state after the first F entries, writes the checkpoint (and a separate
-/// read copy) through the policy's formats and rounding, and leaves per-item partial sums of
-/// S C_t for every token t in scratch. A work item is a few rows by `flush_width` columns.
-/// Ends without a barrier.
+/// read copy) through the policy's formats and rounding, and, when the outputs come from it
+/// (`outputs_from_flush`), leaves per-item partial sums of S C_t for every token t in
+/// scratch. A work item is a few rows by `flush_width` columns. Ends without a barrier.
 template <class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<Act>& in,
                                       const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape shape,
@@ -342,10 +343,11 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
           for (int e = 0; e < U; ++e) s[r][u * U + e] = fold_entry(s[r][u * U + e], x[r], b[e]);
       }
     }
+    const int32_t queries = outputs_from_flush(plan) ? plan.tokens : 0;
     REPLAYSSM_UNROLL
     for (int r = 0; r < R; ++r) {
       if (r0 + r >= P) break;
-      for (int t = 0; t < plan.tokens; ++t)
+      for (int t = 0; t < queries; ++t)
         scratch[l.partial + (t * Pp + r0 + r) * l.partial_stride + col] =
             detail::dot_item<U>(s[r], scratch + l.C + t * N, col, columns);
       REPLAYSSM_UNROLL
@@ -472,7 +474,7 @@ REPLAYSSM_HOST_DEVICE void write_outputs(const Exec& ex, const mamba2_head_input
                                          const float* scratch) {
   using layout = mamba2_scratch_layout<Policy>;
   const int32_t P = shape.head_dim, Pp = l.padded_rows,
-                columns = shape.state_dim / (plan.writes_checkpoint ? layout::flush_width : layout::read_width);
+                columns = shape.state_dim / (outputs_from_flush(plan) ? layout::flush_width : layout::read_width);
   for (int32_t t = 0; t < plan.tokens; ++t)
     ex.for_each(P, [&](int p) {
       const int32_t row = t * Pp + p;
@@ -524,10 +526,11 @@ REPLAYSSM_HOST_DEVICE uint32_t mamba2_head_step(const Exec& ex, const mamba2_hea
   const auto l = mamba2_scratch_layout<Policy>::make(shape, plan.tokens);
   stage_coefficients(ex, in, st, shape, plan, l, scratch);
   window_dots(ex, in, st, shape, plan, l, scratch);
-  if (plan.writes_checkpoint)
-    flush_rows(ex, in, st, shape, plan, l, scratch);
-  else
+  if (plan.writes_checkpoint) flush_rows(ex, in, st, shape, plan, l, scratch);
+  if (!outputs_from_flush(plan)) {
+    if (plan.writes_checkpoint) ex.sync();  // the drafts read the state the flush stored
     read_rows(ex, st, shape, plan, l, scratch);
+  }
   window_sums(ex, shape, plan, l, scratch);
   write_outputs(ex, in, shape, plan, l, scratch);
   append_tokens(ex, in, st, shape, plan, l, scratch);

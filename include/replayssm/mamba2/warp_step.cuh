@@ -10,13 +10,18 @@
 ///
 /// Two steps, each a launch of its own in the ready-made kernels (mamba2/cuda.cuh):
 ///  - read (`mamba2_warp_read`): a window that does not fill; y from the read copy and the
-///    window, the token appended; no state written;
+///    window, the token appended; no state written. With `Tokens` > 1 it is the speculative
+///    verify step: the stream is queried with every draft's C in one pass, each draft's
+///    output adds the window and the drafts before it, and the drafts are appended
+///    uncommitted;
 ///  - flush (`mamba2_warp_flush`): a window that fills, and every write-back step; the new
 ///    checkpoint formed per element by the arithmetic of replay/scalar_decay.hpp, so it is
-///    bit-identical with the CPU's, then y from it.
+///    bit-identical with the CPU's, then y from it. For a verify step (`step_kind::verify`)
+///    it folds the committed entries only, when the drafts would not fit after them, and
+///    writes no output: the verify read that follows reads the new state.
 ///
-/// In an engine's kernel, per warp, with `mamba2_warp_layout<Policy, Act, Flush>::make(shape)
-/// .bytes` of shared memory (128-byte aligned) and the views of `mamba2_head_views`:
+/// In an engine's kernel, per warp, with `mamba2_warp_layout<Policy, Act, Flush, Tokens>::make(
+/// shape).bytes` of shared memory (128-byte aligned) and the views of `mamba2_head_views`:
 ///
 ///     auto stream = warp::start_mamba2_stream<Flush, Engine>(v.state, shape, rows, smem, lane);
 ///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);  // after the stream starts
@@ -99,12 +104,17 @@ struct mamba2_warp_config {
   }
 };
 
-/// One warp's shared memory for a step (bytes, 16-byte aligned regions): the stream's ring,
-/// then the x rows of the entries and the token's z as stored (activations), the window's
-/// keys where a flush does not hold them in registers, then floats.
-template <class Policy, class Act, bool Flush>
+/// One warp's shared memory for a step of up to `Tokens` tokens (bytes, 16-byte aligned
+/// regions): the stream's ring, then the x rows of the entries and the tokens' z as stored
+/// (activations), the window's keys where a flush does not hold them in registers, then
+/// floats. A step sees at most `window` entries (a verify step's drafts included: they fit
+/// after the committed entries, or those are flushed first).
+template <class Policy, class Act, bool Flush, int Tokens = 1>
 struct mamba2_warp_layout {
+  static_assert(Tokens >= 1 && Tokens <= max_draft_tokens && (!Flush || Tokens == 1),
+                "mamba2_warp_layout: a read step takes 1 to max_draft_tokens tokens, a flush one");
   static constexpr int window = Policy::window;
+  static constexpr int tokens = Tokens;
   using config = mamba2_warp_config<Policy>;
   /// Whether the window's B rows are staged here (a flush whose keys exceed its registers).
   static constexpr bool stages_keys = Flush && !config::keys_in_registers;
@@ -113,8 +123,8 @@ struct mamba2_warp_layout {
             : sizeof(typename config::template read_stream<copy_engine::bulk>::TempStorage);
   uint32_t x_pitch, B_pitch;  ///< bytes per stored row of x and of B
   uint32_t padded_rows;       ///< head rows rounded up to whole stages
-  uint32_t x, z, B;           ///< stored rows: x of every entry, the token's z, B of every entry
-  uint32_t window_dt, dt, log_decay, coef, weight, row_sum, weighted_x, bytes;
+  uint32_t x, z, B;           ///< stored rows: x of every entry, the tokens' z, B of every entry
+  uint32_t window_dt, dt, log_decay, coef, weight, decay, row_sum, weighted_x, bytes;
 
   static constexpr uint32_t align16(uint32_t n) { return (n + 15u) / 16u * 16u; }
   __host__ __device__ static mamba2_warp_layout make(mamba2_layer_shape s) {
@@ -130,14 +140,15 @@ struct mamba2_warp_layout {
       return start;
     };
     l.x = take(window * l.x_pitch);
-    l.z = take(l.x_pitch);
+    l.z = take(Tokens * l.x_pitch);
     l.B = take(stages_keys ? window * l.B_pitch : 0);
     l.window_dt = take(window * 4);
     l.dt = take(window * 4);
     l.log_decay = take(window * 4);
-    l.coef = take(window * 4);
-    l.weight = take(Flush ? 0 : window * 4);
-    l.row_sum = take(uint32_t(s.head_dim) * 4);
+    l.coef = take(Flush ? window * 4 : 0);
+    l.weight = take(Flush ? 0 : Tokens * window * 4);
+    l.decay = take(Flush ? 0 : Tokens * 4);
+    l.row_sum = take(Tokens * uint32_t(s.head_dim) * 4);
     l.weighted_x = take(Flush ? window * l.padded_rows * 4 : 0);
     l.bytes = (at + 127u) / 128u * 128u;
     return l;
@@ -167,14 +178,15 @@ __device__ auto start_mamba2_stream(const mamba2_head_state<Policy, Act>& st, ma
 
 namespace detail {
 
-/// The warp's view of its shared memory under a layout.
-template <class Policy, class Act, bool Flush>
+/// The warp's view of its shared memory under a layout (`mamba2_warp_layout`): staged row j
+/// holds entry `first + j` of the step.
+template <class Layout, class Act>
 struct warp_window {
   uint8_t* base;
-  mamba2_warp_layout<Policy, Act, Flush> l;
+  Layout l;
   __device__ const Act* x(int32_t j) const { return reinterpret_cast<const Act*>(base + l.x + j * l.x_pitch); }
   __device__ const Act* B(int32_t j) const { return reinterpret_cast<const Act*>(base + l.B + j * l.B_pitch); }
-  __device__ const Act* z() const { return reinterpret_cast<const Act*>(base + l.z); }
+  __device__ const Act* z(int32_t t) const { return reinterpret_cast<const Act*>(base + l.z + t * l.x_pitch); }
   __device__ float* floats(uint32_t offset) const { return reinterpret_cast<float*>(base + offset); }
 };
 
@@ -188,132 +200,183 @@ __device__ void load_activations(const Act* from, float (&out)[U]) {
   for (int e = 0; e < U; ++e) out[e] = to_float(from[e]);
 }
 
-/// Sums each row's partial dot products over its lanes and stores the rows below `end`:
-/// the lane's i-th row is row `first_row + i` of the head.
-template <class Lanes, int I>
-__device__ void store_row_sums(const Lanes& lanes, float (&part)[I], int32_t first_row, int32_t end, float* row_sum) {
+/// Sums each row's partial dot products over its lanes and stores the rows below `end` of
+/// the first `tokens` tokens: part[t * I + i] is token t's sum of the lane's i-th row, row
+/// `first_row + i` of the head, stored at row_sum[t * rows_per_token + row].
+template <int I, class Lanes, int TI>
+__device__ void store_row_sums(const Lanes& lanes, float (&part)[TI], int32_t first_row, int32_t end, int32_t tokens,
+                               int32_t rows_per_token, float* row_sum) {
   const auto share = lanes.row_sums(part);
   if (!share.owner) return;
 #pragma unroll
-  for (int i = 0; i < I; ++i) {
-    const int32_t row = first_row + share.first + i;
-    if (i < share.count && row < end) row_sum[row] = part[i];
+  for (int k = 0; k < TI; ++k) {
+    const int32_t t = (share.first + k) / I, row = first_row + (share.first + k) % I;
+    if (k < share.count && row < end && t < tokens) row_sum[t * rows_per_token + row] = part[k];
   }
 }
 
-/// Issues the asynchronous copies of the step's rows into the warp's shared memory: x of
-/// every entry the step sees (the window's, then the token's), B of every entry where the
-/// layout stages keys, the token's z, and the window's step sizes. Every lane calls it;
-/// `lanes_wait<0>` and a `__syncwarp` precede their use.
-template <class Policy, class Act, bool Flush>
-__device__ void copy_window(const warp_window<Policy, Act, Flush>& w, const entry_rows<Policy, Act>& entry,
-                            mamba2_layer_shape s, int lane) {
+/// The entries a step stages: entries first .. first + count - 1 (window entries, then the
+/// step's tokens) in staged rows 0 .. count - 1, and the z rows of its first `gated_tokens`
+/// tokens.
+struct staged_entries {
+  int32_t first, count, gated_tokens;
+};
+
+/// Issues the asynchronous copies of the staged entries' rows into the warp's shared
+/// memory: their x, their B where the layout stages keys, the tokens' z, and the window's
+/// step sizes. Every lane calls it; `lanes_wait<0>` and a `__syncwarp` precede their use.
+template <class Layout, class Policy, class Act>
+__device__ void copy_window(const warp_window<Layout, Act>& w, const entry_rows<Policy, Act>& entry,
+                            mamba2_layer_shape s, staged_entries e, int lane) {
   const step_plan& plan = entry.plan;
-  const int32_t L = plan.length, P = s.head_dim, N = s.state_dim;
-  for (int32_t j = 0; j <= L; ++j) {
-    lanes_copy(w.base + w.l.x + j * w.l.x_pitch, entry.x(j), uint32_t(P) * sizeof(Act), lane);
-    if constexpr (decltype(w.l)::stages_keys)
-      lanes_copy(w.base + w.l.B + j * w.l.B_pitch, entry.B(j), uint32_t(N) * sizeof(Act), lane);
+  const int32_t P = s.head_dim, N = s.state_dim;
+  for (int32_t j = 0; j < e.count; ++j) {
+    lanes_copy(w.base + w.l.x + j * w.l.x_pitch, entry.x(e.first + j), uint32_t(P) * sizeof(Act), lane);
+    if constexpr (Layout::stages_keys)
+      lanes_copy(w.base + w.l.B + j * w.l.B_pitch, entry.B(e.first + j), uint32_t(N) * sizeof(Act), lane);
   }
-  if constexpr (decltype(w.l)::stages_keys) {  // keys 0 past the window (the flush's padding)
-    Act* past = reinterpret_cast<Act*>(w.base + w.l.B + (L + 1) * w.l.B_pitch);
-    for (int32_t n = lane; n < (Policy::window - 1 - L) * int32_t(w.l.B_pitch / sizeof(Act)); n += 32)
+  if constexpr (Layout::stages_keys) {  // keys 0 past the window (the flush's padding)
+    Act* past = reinterpret_cast<Act*>(w.base + w.l.B + e.count * w.l.B_pitch);
+    for (int32_t n = lane; n < (Policy::window - e.count) * int32_t(w.l.B_pitch / sizeof(Act)); n += 32)
       past[n] = from_float<Act>(0.0f);
   }
-  if (entry.in.z.data != nullptr) lanes_copy(w.base + w.l.z, entry.in.z.at(0), uint32_t(P) * sizeof(Act), lane);
-  for (int32_t j = lane; j < L; j += 32)
-    w.floats(w.l.window_dt)[j] = entry.st.window_dt[plan.ring_slot(j) * entry.st.window_dt_stride];
+  if (entry.in.z.data != nullptr)
+    for (int32_t t = 0; t < e.gated_tokens; ++t)
+      lanes_copy(w.base + w.l.z + t * w.l.x_pitch, entry.in.z.at(t), uint32_t(P) * sizeof(Act), lane);
+  for (int32_t j = lane; j < e.count && e.first + j < plan.length; j += 32)
+    w.floats(w.l.window_dt)[j] = entry.st.window_dt[plan.ring_slot(e.first + j) * entry.st.window_dt_stride];
   lanes_commit();
 }
 
-/// The dots B_j . C of the first `seen` entries into the warp's `weight` floats (the window
-/// coefficients multiply them later), read from global memory: each lane takes 4
-/// consecutive columns of every 128, and the warp reduce-scatters the sums. Issued before
-/// the stream is consumed, the loads wait beside its first stage.
-template <int W, class Policy, class Act>
-__device__ void key_dots(const warp_window<Policy, Act, false>& w, const entry_rows<Policy, Act>& entry, int32_t N,
-                         int32_t seen, int lane) {
-  float dot[W];
+/// The dots B_i . C_t of the staged entries (entry first + i) with the C of the first
+/// `tokens` tokens into the warp's `weight` floats at [t * W + i] (the window coefficients
+/// multiply them later), read from global memory: each lane takes 4 consecutive columns of
+/// every 128, and the warp reduce-scatters the sums, a group of entries at a time (a decode
+/// step's whole window is one group). Issued before the stream is consumed, the loads wait
+/// beside its first stage.
+template <int W, class Layout, class Policy, class Act>
+__device__ void key_dots(const warp_window<Layout, Act>& w, const entry_rows<Policy, Act>& entry, int32_t N,
+                         staged_entries e, int32_t tokens, int lane) {
+  constexpr int T = Layout::tokens;
+  constexpr int G = W * T <= 32 ? W : (32 / T > 0 ? 32 / T : 1);  // entries per group: 32 sums at most
+  float* weight = w.floats(w.l.weight);
+  for (int32_t g0 = 0; g0 < e.count; g0 += G) {
+    float dot[T * G];
 #pragma unroll
-  for (int j = 0; j < W; ++j) dot[j] = 0.0f;
-  for (int32_t n = lane * 4; n < N; n += 128) {
-    float c[4], b[W][4];
-    load_activations<4>(entry.in.C.at(0) + n, c);
-    // Every entry's loads issue before any is used, with no branch between them: one memory
-    // round trip, where a load, use and test per entry made one per entry. Entries past the
-    // window load the token's row again and are not summed.
+    for (int k = 0; k < T * G; ++k) dot[k] = 0.0f;
+    for (int32_t n = lane * 4; n < N; n += 128) {
+      float c[T][4], b[G][4];
 #pragma unroll
-    for (int j = 0; j < W; ++j) load_activations<4>(entry.B(j < seen ? j : seen - 1) + n, b[j]);
+      for (int t = 0; t < T; ++t) load_activations<4>(entry.in.C.at(t < tokens ? t : 0) + n, c[t]);
+      // Every entry's loads issue before any is used, with no branch between them: one memory
+      // round trip, where a load, use and test per entry made one per entry. Entries past the
+      // staged ones load the last one again and are not stored.
 #pragma unroll
-    for (int j = 0; j < W; ++j)
+      for (int j = 0; j < G; ++j) load_activations<4>(entry.B(e.first + (g0 + j < e.count ? g0 + j : e.count - 1)) + n, b[j]);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) dot[j] = j < seen ? math::fma(b[j][e], c[e], dot[j]) : dot[j];
+      for (int t = 0; t < T; ++t)
+#pragma unroll
+        for (int j = 0; j < G; ++j)
+#pragma unroll
+          for (int k = 0; k < 4; ++k) dot[t * G + j] = math::fma(b[j][k], c[t][k], dot[t * G + j]);
+    }
+    const value_share share = reduce_scatter(dot, 32, lane);
+    if (!share.owner) continue;
+#pragma unroll
+    for (int k = 0; k < T * G; ++k) {
+      const int32_t t = (share.first + k) / G, i = g0 + (share.first + k) % G;
+      if (k < share.count && t < tokens && i < e.count) weight[t * W + i] = dot[k];
+    }
   }
-  const value_share share = reduce_scatter(dot, 32, lane);
-  if (!share.owner) return;
-#pragma unroll
-  for (int i = 0; i < W; ++i)
-    if (i < share.count) w.floats(w.l.weight)[share.first + i] = dot[i];
 }
 
-/// Waits for `copy_window`, then forms the step sizes, log decays and coefficients of the
-/// m = length + 1 entries in the order of replay/scalar_decay.hpp: coef_j =
-/// window_coefficient(j, m). Returns the decay of the checkpoint over the m entries. Ends
-/// with a `__syncwarp`.
-template <class Policy, class Act, bool Flush>
-__device__ float window_coefficients(const warp_window<Policy, Act, Flush>& w, const mamba2_head_inputs<Act>& in,
-                                     const step_plan& plan, int lane) {
+/// Waits for `copy_window`, then forms the staged entries' step sizes and log decays (entry
+/// first + j at j). Ends with a `__syncwarp`.
+template <class Layout, class Act>
+__device__ void stage_decays(const warp_window<Layout, Act>& w, const mamba2_head_inputs<Act>& in,
+                             const step_plan& plan, staged_entries e, int lane) {
   lanes_wait<0>();
   __syncwarp();
-  const int32_t L = plan.length, m = L + 1;
   float* dt = w.floats(w.l.dt);
   float* log_decay = w.floats(w.l.log_decay);
-  for (int32_t j = lane; j < m; j += 32) {
-    const float step = j < L ? w.floats(w.l.window_dt)[j]
-                             : mamba2::step_size(to_float(in.dt.at(0)[0]), in.dt_bias, in.dt_softplus);
+  for (int32_t j = lane; j < e.count; j += 32) {
+    const int32_t entry = e.first + j;
+    const float step = entry < plan.length
+                           ? w.floats(w.l.window_dt)[j]
+                           : mamba2::step_size(to_float(in.dt.at(entry - plan.length)[0]), in.dt_bias, in.dt_softplus);
     dt[j] = step;
     log_decay[j] = mamba2::log_decay(step, in.A);
   }
   __syncwarp();
-  for (int32_t j = lane; j < m; j += 32) w.floats(w.l.coef)[j] = window_coefficient(log_decay, dt, j, m);
-  const float decay = checkpoint_decay(log_decay, m);
+}
+
+/// A flush's coefficients of the F staged entries in the order of replay/scalar_decay.hpp:
+/// coef_j = window_coefficient(j, F). Returns the decay of the checkpoint over them. Ends
+/// with a `__syncwarp`.
+template <class Layout, class Act>
+__device__ float flush_coefficients(const warp_window<Layout, Act>& w, int32_t F, int lane) {
+  const float* log_decay = w.floats(w.l.log_decay);
+  for (int32_t j = lane; j < F; j += 32) w.floats(w.l.coef)[j] = window_coefficient(log_decay, w.floats(w.l.dt), j, F);
+  const float decay = checkpoint_decay(log_decay, F);
   __syncwarp();
   return decay;
 }
 
-/// Writes y of rows `rows` from the state term in `row_sum` (times `decay`) and the window
-/// term sum_j weight_j x_j over the first `seen` entries (`weight` in shared memory).
-template <int W, class Policy, class Act, bool Flush>
-__device__ void write_outputs(const warp_window<Policy, Act, Flush>& w, const mamba2_head_inputs<Act>& in,
-                              const step_plan& plan, row_range rows, float decay, const float* weight, int32_t seen,
+/// A read step's token t sees the staged entries 0 .. seen0 + t - 1 (itself the last):
+/// weight[t * W + i] (its dot with entry i) times that window's coefficient of i, and
+/// decay[t] the state's decay over that window. Ends with a `__syncwarp`.
+template <int W, class Layout, class Act>
+__device__ void query_coefficients(const warp_window<Layout, Act>& w, int32_t seen0, int32_t tokens, int lane) {
+  const float* log_decay = w.floats(w.l.log_decay);
+  float* weight = w.floats(w.l.weight);
+  for (int32_t k = lane; k < tokens * W; k += 32) {
+    const int32_t t = k / W, i = k % W, seen = seen0 + t;
+    if (i < seen) weight[k] = math::mul(weight[k], window_coefficient(log_decay, w.floats(w.l.dt), i, seen));
+  }
+  for (int32_t t = lane; t < tokens; t += 32) w.floats(w.l.decay)[t] = checkpoint_decay(log_decay, seen0 + t);
+  __syncwarp();
+}
+
+/// Writes y of rows `rows` of the first `tokens` tokens, token t's x in staged row seen0 - 1
+/// + t: its state term row_sum[t * P + p] times decay[t] (1 without `decay`) and its window
+/// term sum_i weight[t * W + i] x_i over the staged rows i < seen0 + t (none without
+/// `weight`).
+template <int W, class Layout, class Act>
+__device__ void write_outputs(const warp_window<Layout, Act>& w, const mamba2_head_inputs<Act>& in, row_range rows,
+                              int32_t P, int32_t seen0, int32_t tokens, const float* decay, const float* weight,
                               int lane) {
   const bool gated = in.z.data != nullptr;
   const float* row_sum = w.floats(w.l.row_sum);
-  for (int32_t p = rows.first + lane; p < rows.first + rows.count; p += 32) {
-    float window_term = 0.0f;
+  for (int32_t t = 0; t < tokens; ++t) {
+    const float state_decay = decay != nullptr ? decay[t] : 1.0f;
+    const int32_t seen = weight != nullptr ? seen0 + t : 0;
+    for (int32_t p = rows.first + lane; p < rows.first + rows.count; p += 32) {
+      float window_term = 0.0f;
 #pragma unroll
-    for (int j = 0; j < W; ++j)
-      if (j < seen) window_term = math::fma(weight[j], to_float(w.x(j)[p]), window_term);
-    const float z = gated ? to_float(w.z()[p]) : 0.0f;
-    in.y.at(0)[p] = from_float<Act>(
-        mamba2::output(math::mul(decay, row_sum[p]), window_term, in.D, to_float(w.x(plan.length)[p]), z, gated));
+      for (int j = 0; j < W; ++j)
+        if (j < seen) window_term = math::fma(weight[t * W + j], to_float(w.x(j)[p]), window_term);
+      const float z = gated ? to_float(w.z(t)[p]) : 0.0f;
+      in.y.at(t)[p] = from_float<Act>(mamba2::output(math::mul(state_decay, row_sum[t * P + p]), window_term, in.D,
+                                                     to_float(w.x(seen0 - 1 + t)[p]), z, gated));
+    }
   }
 }
 
-/// A flush lane's keys B_j (j < window) of its unit's `U` columns: held in registers
-/// (`InRegisters`, loaded from global memory once) or read per use from the rows the
-/// layout stages in shared memory.
+/// A flush lane's keys B_j (j < window; 0 from the F folded entries on) of its unit's `U`
+/// columns: held in registers (`InRegisters`, loaded from global memory once) or read per
+/// use from the rows the layout stages in shared memory.
 template <int W, int U, class Act, bool InRegisters>
 struct flush_keys;
 
 template <int W, int U, class Act>
 struct flush_keys<W, U, Act, true> {
   float b[W][U];
-  template <class Policy, bool Flush>
-  __device__ flush_keys(const entry_rows<Policy, Act>& entry, const warp_window<Policy, Act, Flush>&, int32_t column) {
+  template <class Policy, class Layout>
+  __device__ flush_keys(const entry_rows<Policy, Act>& entry, const warp_window<Layout, Act>&, int32_t column,
+                        int32_t F) {
 #pragma unroll
     for (int j = 0; j < W; ++j) {
-      if (j <= entry.plan.length) {
+      if (j < F) {
         load_activations<U>(entry.B(j) + column, b[j]);
       } else {
 #pragma unroll
@@ -331,8 +394,8 @@ template <int W, int U, class Act>
 struct flush_keys<W, U, Act, false> {
   const uint8_t* first;  ///< the lane's columns of the first staged row
   uint32_t pitch;
-  template <class Policy, bool Flush>
-  __device__ flush_keys(const entry_rows<Policy, Act>&, const warp_window<Policy, Act, Flush>& w, int32_t column)
+  template <class Policy, class Layout>
+  __device__ flush_keys(const entry_rows<Policy, Act>&, const warp_window<Layout, Act>& w, int32_t column, int32_t)
       : first(reinterpret_cast<const uint8_t*>(w.B(0) + column)), pitch(w.l.B_pitch) {}
   __device__ void load(int j, float (&out)[U]) const {
     load_activations<U>(reinterpret_cast<const Act*>(first + j * pitch), out);
@@ -348,67 +411,80 @@ struct state_tile {
 }  // namespace detail
 
 /// A read step of rows `rows` of one head by one warp, from `stream` (`start_mamba2_stream<
-/// false>`; `smem` the warp's `mamba2_warp_layout<Policy, Act, false>` bytes): y from the
-/// read copy and the window, the token appended (x of these rows; B and the step size by the
-/// warp of the head's first rows). `plan` must not write the checkpoint. The cursor is the
-/// caller's to advance.
-template <class Stream, class Policy, class Act>
+/// false>`; `smem` the warp's `mamba2_warp_layout<Policy, Act, false, Tokens>` bytes): y of
+/// the step's tokens from the read copy and the window, the tokens appended (x of these rows;
+/// B and the step sizes by the warp of the head's first rows). A decode step has one token;
+/// a verify step up to `Tokens` drafts, each seeing the drafts before it, and the entries a
+/// flush folded first (`plan.folded`, done by `mamba2_warp_flush<step_kind::verify>` before
+/// this step) already in the state it reads. `plan` must not write the checkpoint otherwise.
+/// The cursor is the caller's to advance.
+template <int Tokens = 1, class Stream, class Policy, class Act>
 __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& in,
                                  const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, const step_plan& plan,
                                  row_range rows, uint8_t* smem, int lane) {
   using config = mamba2_warp_config<Policy>;
   using format = typename config::read_format;
   using lanes_t = typename config::read_lanes;
-  constexpr int U = config::read_unit, W = Policy::window;
-  const int32_t N = s.state_dim, end = rows.first + rows.count, L = plan.length, seen = L + 1;
-  const detail::warp_window<Policy, Act, false> w{smem, mamba2_warp_layout<Policy, Act, false>::make(s)};
+  using layout_t = mamba2_warp_layout<Policy, Act, false, Tokens>;
+  constexpr int U = config::read_unit, W = Policy::window, I = lanes_t::rows;
+  const int32_t N = s.state_dim, P = s.head_dim, end = rows.first + rows.count, L = plan.length, F = plan.folded;
+  const int32_t T = Tokens == 1 ? 1 : (plan.tokens < Tokens ? plan.tokens : Tokens);  // the planner skips more
+  const detail::staged_entries staged{F, L + T - F, T};
+  const detail::warp_window<layout_t, Act> w{smem, layout_t::make(s)};
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
-  detail::copy_window(w, entry, s, lane);
+  detail::copy_window(w, entry, s, staged, lane);
   const lanes_t lanes(N, lane);
-  float c[U];
-  detail::load_activations<U>(in.C.at(0) + lanes.column(), c);
-  detail::key_dots<W>(w, entry, N, seen, lane);
+  float c[Tokens][U];
+#pragma unroll
+  for (int t = 0; t < Tokens; ++t) detail::load_activations<U>(in.C.at(t < T ? t : 0) + lanes.column(), c[t]);
+  detail::key_dots<W>(w, entry, N, staged, T, lane);
 
   const int32_t stage_rows = config::template stage_rows<false>(N);
   stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
     const int32_t row0 = rows.first + stage * stage_rows;
-    float part[lanes_t::rows];
+    float part[Tokens * I];
 #pragma unroll
-    for (int i = 0; i < lanes_t::rows; ++i) {
+    for (int i = 0; i < I; ++i) {
       const int u = lanes.unit_index(i);
       float v[U];
       format::decode(data + u * format::data_bytes_per_chunk, scales + u * format::scale_bytes_per_chunk, v);
-      part[i] = 0.0f;
 #pragma unroll
-      for (int e = 0; e < U; ++e) part[i] = math::fma(v[e], c[e], part[i]);
+      for (int t = 0; t < Tokens; ++t) {
+        part[t * I + i] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < U; ++e) part[t * I + i] = math::fma(v[e], c[t][e], part[t * I + i]);
+      }
     }
-    detail::store_row_sums(lanes, part, row0 + lanes.row(0), end, w.floats(w.l.row_sum));
+    detail::store_row_sums<I>(lanes, part, row0 + lanes.row(0), end, T, P, w.floats(w.l.row_sum));
   });
 
-  const float decay = detail::window_coefficients(w, in, plan, lane);
-  float* weight = w.floats(w.l.weight);
-  for (int32_t j = lane; j < seen; j += 32) weight[j] = math::mul(weight[j], w.floats(w.l.coef)[j]);
-  __syncwarp();
-  detail::write_outputs<W>(w, in, plan, rows, decay, weight, seen, lane);
+  const int32_t seen0 = L + 1 - F;  // entries the first token sees, itself included
+  detail::stage_decays(w, in, plan, staged, lane);
+  detail::query_coefficients<W>(w, seen0, T, lane);
+  detail::write_outputs<W>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), lane);
 
-  const int32_t ring = plan.ring_slot(L);
-  Act* x = st.window_x + ring * st.window_x_stride;
-  for (int32_t p = rows.first + lane; p < end; p += 32) x[p] = w.x(L)[p];
-  if (rows.first == 0) {
-    if (st.appends_key) {
-      Act* B = st.window_B + ring * st.window_B_stride;
-      for (int32_t n = lane; n < N; n += 32) B[n] = in.B.at(0)[n];
+  for (int32_t t = 0; t < T; ++t) {
+    const int32_t ring = plan.ring_slot(L + t), row = seen0 - 1 + t;
+    Act* x = st.window_x + ring * st.window_x_stride;
+    for (int32_t p = rows.first + lane; p < end; p += 32) x[p] = w.x(row)[p];
+    if (rows.first == 0) {
+      if (st.appends_key) {
+        Act* B = st.window_B + ring * st.window_B_stride;
+        for (int32_t n = lane; n < N; n += 32) B[n] = in.B.at(t)[n];
+      }
+      if (lane == 0) st.window_dt[ring * st.window_dt_stride] = w.floats(w.l.dt)[row];
     }
-    if (lane == 0) st.window_dt[ring * st.window_dt_stride] = w.floats(w.l.dt)[L];
   }
 }
 
 /// A flush of rows `rows` of one head by one warp, from `stream` (`start_mamba2_stream<
-/// true>`; `smem` the warp's `mamba2_warp_layout<Policy, Act, true>` bytes): the window and
-/// the token folded into these rows of the checkpoint (and the read copy), y from the new
-/// state. A write-back step is the flush of a window of one. The cursor is the caller's to
-/// advance.
-template <class Stream, class Policy, class Act>
+/// true>`; `smem` the warp's `mamba2_warp_layout<Policy, Act, true>` bytes): the
+/// `plan.folded` entries folded into these rows of the checkpoint (and the read copy). A
+/// decode step's flush folds the window and the token and writes y from the new state (a
+/// write-back step is the flush of a window of one); a verify step's (`Kind`) folds the
+/// committed entries only and writes nothing else (`mamba2_warp_read<Tokens>` follows). The
+/// cursor is the caller's to advance.
+template <step_kind Kind = step_kind::decode, class Stream, class Policy, class Act>
 __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>& in,
                                   const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, const step_plan& plan,
                                   row_range rows, uint8_t* smem, int lane) {
@@ -416,24 +492,28 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
   using ckpt_format = typename config::checkpoint_format;
   using read_format = typename config::read_format;
   using lanes_t = typename config::flush_lanes;
+  using layout_t = mamba2_warp_layout<Policy, Act, true>;
   constexpr int U = config::flush_unit, Kc = ckpt_format::chunk_elems, Kr = read_format::chunk_elems;
   constexpr int I = lanes_t::rows, W = Policy::window;
-  const int32_t P = s.head_dim, N = s.state_dim, F = plan.length + 1, end = rows.first + rows.count;
-  const detail::warp_window<Policy, Act, true> w{smem, mamba2_warp_layout<Policy, Act, true>::make(s)};
+  constexpr bool outputs = Kind == step_kind::decode;
+  const int32_t P = s.head_dim, N = s.state_dim, F = plan.folded, end = rows.first + rows.count;
+  const detail::staged_entries staged{0, F, outputs ? 1 : 0};
+  const detail::warp_window<layout_t, Act> w{smem, layout_t::make(s)};
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
-  detail::copy_window(w, entry, s, lane);
+  detail::copy_window(w, entry, s, staged, lane);
   const lanes_t lanes(N, lane);
   const int32_t column = lanes.column();
-  float c[U];
-  detail::load_activations<U>(in.C.at(0) + column, c);
-  const detail::flush_keys<W, U, Act, config::keys_in_registers> keys(entry, w, column);
+  float c[U] = {};
+  if constexpr (outputs) detail::load_activations<U>(in.C.at(0) + column, c);
+  const detail::flush_keys<W, U, Act, config::keys_in_registers> keys(entry, w, column, F);
 
   // The coefficients and the weighted x_j must be ready before the first stage folds; rows
   // past the head are zeros, so that every lane folds whole runs of rows. Every stage folds
   // all W entries without a branch, so that the loads of the next entries issue early: an
   // entry past the window's end (a first window shortened by its phase) has weighted x -0
   // and keys 0, and s + (-0) * 0 = s for every s, +-0 included, as if it were not folded.
-  const float total = detail::window_coefficients(w, in, plan, lane);
+  detail::stage_decays(w, in, plan, staged, lane);
+  const float total = detail::flush_coefficients(w, F, lane);
   const int32_t Pp = int32_t(w.l.padded_rows);
   float* weighted_x = w.floats(w.l.weighted_x);
   for (int32_t j = 0; j < W; ++j) {
@@ -500,14 +580,18 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
           st.read_copy.template store<round_nearest_even>(element / Kr + q, v, key);
         }
       }
+      if constexpr (outputs) {
 #pragma unroll
-      for (int e = 0; e < U; ++e) part[i] = math::fma(t.v[i][e], c[e], part[i]);
+        for (int e = 0; e < U; ++e) part[i] = math::fma(t.v[i][e], c[e], part[i]);
+      }
     }
-    detail::store_row_sums(lanes, part, row0, end, w.floats(w.l.row_sum));
+    if constexpr (outputs) detail::store_row_sums<I>(lanes, part, row0, end, 1, P, w.floats(w.l.row_sum));
   };
   stream.for_each_stage(decayed_stage, fold_and_store);
-  __syncwarp();
-  detail::write_outputs<W>(w, in, plan, rows, 1.0f, nullptr, 0, lane);
+  if constexpr (outputs) {
+    __syncwarp();
+    detail::write_outputs<W>(w, in, rows, P, F, 1, nullptr, nullptr, lane);
+  }
 }
 
 }  // namespace warp

@@ -71,6 +71,14 @@ REPLAYSSM_HOST_DEVICE step_plan plan_step(const State& st, int32_t tokens) {
   return plan;
 }
 
+/// Whether the step's outputs come from the state its flush forms, before it is stored: a
+/// decode step's flush, which folds its token in. A verify step that flushes its committed
+/// entries first reads its drafts' outputs from the new state as stored (the read copy), as
+/// the read steps after a decode step's flush do.
+REPLAYSSM_HOST_DEVICE bool outputs_from_flush(const step_plan& plan) {
+  return plan.writes_checkpoint && plan.folded == plan.entries();
+}
+
 /// Token t (entry L + t) sees entries F .. L + t: this many of them.
 REPLAYSSM_HOST_DEVICE int32_t entries_seen(const step_plan& plan, int32_t t) {
   return plan.length + t + 1 - plan.folded;

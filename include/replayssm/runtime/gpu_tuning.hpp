@@ -30,12 +30,13 @@ inline constexpr int mamba2_blocks_per_sm = Policy::is_writeback || Kind == step
 /// when their shared memory does not fit. Every warp is independent, so the block size only
 /// sets how finely the block scheduler balances the heads.
 inline constexpr int warp_step_threads = 128;
-/// Blocks per SM the warp steps' registers are capped for: within 128 registers, except a
-/// flush of a window (`HoldsKeys`) within 168, since it holds the window's keys (64 floats)
-/// beside its 32 state values, and its shared memory allows no more warps than that anyway.
-/// (A write-back step capped at 168 lost 10% at batch 512: it needs its 16 warps per SM.)
-template <bool HoldsKeys>
-inline constexpr int warp_step_min_blocks = HoldsKeys ? 3 : 4;
+/// Blocks per SM the warp steps' registers are capped for: within 128 registers, except
+/// (`Wide`) a flush of a window within 168, since it holds the window's keys (64 floats)
+/// beside its 32 state values, and its shared memory allows no more warps than that anyway,
+/// and a verify step's read, which holds every draft's C and row sums. (A write-back step
+/// capped at 168 lost 10% at batch 512: it needs its 16 warps per SM.)
+template <bool Wide>
+inline constexpr int warp_step_min_blocks = Wide ? 3 : 4;
 
 /// Blocks per SM the Gated DeltaNet warp steps' registers are capped for. A read step: 128
 /// registers, so that registers allow the 16 warps per SM its shared memory (13.5 KB per

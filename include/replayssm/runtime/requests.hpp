@@ -69,7 +69,10 @@ REPLAYSSM_HOST_DEVICE step_plan head_plan(const Params& p, int32_t b, int32_t sl
   const int32_t phase = !Policy::is_writeback && p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
   const replay_cursor* cursor = p.cursors != nullptr ? p.cursors + int64_t(slot) * p.heads + h : nullptr;
   const cursor_probe<Policy> probe{cursor, phase, p.template ring_entries<Policy>()};
-  return plan_step<Kind>(probe, Kind == step_kind::decode ? 1 : request_tokens(p, b));
+  const int32_t tokens = Kind == step_kind::decode ? 1 : request_tokens(p, b);
+  step_plan plan = plan_step<Kind>(probe, tokens);
+  if (tokens > p.tokens) plan.error |= error_tokens_out_of_range;  // more than the step's rows hold
+  return plan;
 }
 
 /// step_error bits of head `h` of request `b` (`head_plan`).

@@ -27,6 +27,33 @@ struct value_share {
   bool owner;        ///< one lane per share: the one that writes it
 };
 
+namespace detail {
+
+/// The halving rounds of `reduce_scatter` from `Count` values: the lane with the offset's bit
+/// set keeps the upper half of the values, its partner the lower half, each adding what the
+/// other sends; then the next round. One function per round, so that every index into `v` is
+/// a constant (as one loop whose trip count the run-time group decides, `v` went to local
+/// memory: a verify step's 32 row sums per stage, through L2, at a fifth of the bandwidth).
+template <int Count, int N>
+__device__ void halve(float (&v)[N], value_share& share, int& offset, int position) {
+  if constexpr (Count % 2 == 0 && Count > 0) {
+    if (offset < 1) return;
+    const bool upper = (position & offset) != 0;
+#pragma unroll
+    for (int i = 0; i < Count / 2; ++i) {
+      const float send = upper ? v[i] : v[i + Count / 2];
+      const float keep = upper ? v[i + Count / 2] : v[i];
+      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
+    }
+    share.first += upper ? Count / 2 : 0;
+    share.count = Count / 2;
+    offset /= 2;
+    halve<Count / 2>(v, share, offset, position);
+  }
+}
+
+}  // namespace detail
+
 /// Sums each of the N values `v` over a group of `group` consecutive lanes (a power of two
 /// up to 32; `position` the lane's place in it), spread over the group's lanes: a
 /// reduce-scatter, which sums 8 values over 32 lanes in 9 shuffles where every lane summing
@@ -35,22 +62,7 @@ template <int N>
 __device__ value_share reduce_scatter(float (&v)[N], int group, int position) {
   value_share share{0, N, true};
   int offset = group / 2;
-  // Halving: the lane with the offset's bit set keeps the upper half of the values, its
-  // partner the lower half, each adding what the other sends.
-#pragma unroll
-  for (int count = N; count % 2 == 0; count /= 2) {
-    if (offset < 1) break;
-    const bool upper = (position & offset) != 0;
-#pragma unroll
-    for (int i = 0; i < count / 2; ++i) {
-      const float send = upper ? v[i] : v[i + count / 2];
-      const float keep = upper ? v[i + count / 2] : v[i];
-      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
-    }
-    share.first += upper ? count / 2 : 0;
-    share.count = count / 2;
-    offset /= 2;
-  }
+  detail::halve<N>(v, share, offset, position);
   // Values left whole on a lane (an odd count, or fewer values than lanes): lanes that
   // differ in the remaining bits hold the same sums; the one with those bits clear writes.
   share.owner = offset < 1 || (position & (2 * offset - 1)) == 0;

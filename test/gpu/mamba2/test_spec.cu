@@ -12,7 +12,8 @@ using namespace replayssm_test;
 namespace {
 
 /// Rounds of verify + commit on the CPU and on the GPU from the same state and inputs:
-/// outputs, checkpoints and cursors must be the same bytes.
+/// checkpoints and cursors must be the same bytes, outputs agree within the activation's
+/// tolerance (the warp steps sum in their own order).
 template <class Policy, class Act>
 void require_spec_bit_identical(const mamba2_case& c, int tokens, int rounds) {
   std::mt19937_64 rng(c.seed);
@@ -45,8 +46,8 @@ void require_spec_bit_identical(const mamba2_case& c, int tokens, int rounds) {
     REQUIRE(runners.commit(p, gpu_state).ok());
     INFO("round " << round);
     for (int b = 0; b < c.batch; ++b)
-      REQUIRE(std::memcmp(y_cpu.data() + b * tokens * ys, y_gpu.data() + b * tokens * ys,
-                          plan.drafts[size_t(b)] * ys * sizeof(Act)) == 0);
+      require_outputs_agree(y_cpu.data() + b * tokens * ys, y_gpu.data() + b * tokens * ys,
+                            size_t(plan.drafts[size_t(b)]) * ys);
     REQUIRE(cpu_state.checkpoint_values(1) == gpu_state.checkpoint_values(1));
     REQUIRE(std::memcmp(cpu_state.cursors.data(), gpu_state.cursors.data(),
                         cpu_state.cursors.size() * sizeof(replay_cursor)) == 0);
