@@ -97,4 +97,9 @@ TEST_CASE("the device reports bad mamba2 draft and acceptance counts and leaves 
   s = runners.commit(p, st);
   CHECK_THAT(s.message(), contains_text("commit accepted more drafts than were verified"));
   CHECK(st.cursors[size_t(2) * 4].length == cursors[size_t(2) * 4].length);
+  drafts = {1, 5};  // request 1: more drafts than the step's rows hold (tokens = 4)
+  s = runners.verify(p, st);
+  CHECK_THAT(s.message(), contains_text("request 1: a request's token count was outside"));
+  CHECK(st.cursors[0].pending == 0);              // request 1 was not stepped
+  CHECK(st.cursors[size_t(2) * 4].pending == 1);  // request 0 was, with its one draft
 }
