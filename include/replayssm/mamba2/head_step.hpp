@@ -319,6 +319,8 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
   const int32_t columns = N / KI;
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
+  // The tokens whose outputs read the state formed here, before it is stored.
+  const int32_t queries = outputs_from_flush(plan) ? plan.tokens : 0;
   ex.for_each(Pp / R * columns, [&](int item) {
     const int32_t r0 = item / columns * R, col = item % columns;
     auto offset = [&](int u) { return detail::unit_offset<U>(u, col, columns); };
@@ -343,7 +345,6 @@ REPLAYSSM_HOST_DEVICE void flush_rows(const Exec& ex, const mamba2_head_inputs<A
           for (int e = 0; e < U; ++e) s[r][u * U + e] = fold_entry(s[r][u * U + e], x[r], b[e]);
       }
     }
-    const int32_t queries = outputs_from_flush(plan) ? plan.tokens : 0;
     REPLAYSSM_UNROLL
     for (int r = 0; r < R; ++r) {
       if (r0 + r >= P) break;
