@@ -480,7 +480,12 @@ void time_rounds(benchmark::State& state, Layer& layer, Round&& round) {
   state.counters["mean_accepted"] = mean_accepted;
   state.counters["accepted_tokens_per_s"] = layer.batch * mean_accepted / median;
   state.counters["snapshot_bytes"] = layer.snapshot_bytes();
-  if constexpr (!Layer::policy::is_writeback) state.counters["window_extra_bytes"] = layer.window_extra_bytes();
+  if constexpr (Layer::policy::is_writeback) {
+    // The baseline's state traffic per round: the state read once, every draft's written.
+    set_bandwidth_counters(state, layer.snapshot_bytes() * (layer.tokens + 1) / layer.tokens, median);
+  } else {
+    state.counters["window_extra_bytes"] = layer.window_extra_bytes();
+  }
   cudaGraphExecDestroy(graph);
   cudaStreamDestroy(stream);
 }

@@ -46,11 +46,26 @@ __global__ void __launch_bounds__(
   });
 }
 
+namespace detail {
+
+/// Where a warp of a warp-step launch works: request `b`, head `h`, and `part` of the head's
+/// rows. With `parts` = 1 a block holds `blockDim.x / 32` heads of a request; otherwise its
+/// warps split one head's rows (small batches, where whole heads leave the GPU idle).
+struct warp_place {
+  int32_t b, h, part, warp, lane;
+  __device__ explicit warp_place(int32_t parts)
+      : b(int32_t(blockIdx.y)), part(0), warp(int32_t(threadIdx.x / 32)), lane(int32_t(threadIdx.x % 32)) {
+    h = parts > 1 ? int32_t(blockIdx.x) : int32_t(blockIdx.x * (blockDim.x / 32)) + warp;
+    part = parts > 1 ? warp : 0;
+  }
+};
+
+}  // namespace detail
+
 /// The read (`Flush` false) or flush warp kernel of a step of `Kind` (a verify step's read
-/// takes up to `Tokens` drafts): each warp runs rows of one head of one request. With
-/// `parts` = 1 a block holds `blockDim.x / 32` heads of a request; otherwise its warps split
-/// one head's rows (small batches, where whole heads leave the GPU idle) and meet at one
-/// barrier before the cursor moves. Replay steps run the requests planned so (a verify step
+/// takes up to `Tokens` drafts): each warp runs rows of one head of one request
+/// (`detail::warp_place`); the warps of one head meet at one barrier before the cursor
+/// moves. Replay steps run the requests planned so (a verify step
 /// reads every request it steps, after the flush of those planned to flush); a write-back
 /// step flushes every request, each warp checking the whole request itself while its stream
 /// fills (a planner launch would add its latency to every write-back step).
@@ -59,9 +74,8 @@ template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_ki
 __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<(Flush && !Policy::is_writeback) || (Tokens > 1)>)
     mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   extern __shared__ float4 warp_storage[];
-  const int32_t b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int32_t h = parts > 1 ? int32_t(blockIdx.x) : int32_t(blockIdx.x * (blockDim.x / 32)) + warp;
-  const int32_t part = parts > 1 ? warp : 0;
+  const detail::warp_place at(parts);
+  const int32_t b = at.b, h = at.h, part = at.part, lane = at.lane;
   if (h >= p.heads) return;
   const int32_t slot = request_slot(p, b);  // loaded beside the plan: one latency for both
   if constexpr (Policy::is_writeback) {
@@ -79,7 +93,7 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<(Flush
   const mamba2_head_views<Policy, Act> v(p, b, h, slot);
   const mamba2_layer_shape shape = p.shape();
   const warp::row_range rows = warp::mamba2_warp_config<Policy>::template part_rows<Flush>(shape, parts, part);
-  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + warp * warp_bytes;
+  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
   // The stream starts before the cursors are read: their latency hides behind the state's.
   auto stream = warp::start_mamba2_stream<Flush, Engine>(v.state, shape, rows, smem, lane);
   if constexpr (Policy::is_writeback) {
@@ -100,16 +114,50 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<(Flush
   if (part == 0 && lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, Kind);
 }
 
+/// The snapshot baseline's verify step on the warp steps (up to `Tokens` drafts): each warp
+/// streams its rows of the request's state once, and the drafts fold into it in turn, each
+/// draft's state stored to its snapshot slot (`mamba2_warp_flush`), so that the baseline
+/// moves its bytes at the rate the replay steps do.
+template <class StateFormat, class Act, warp::copy_engine Engine, int Tokens>
+__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<true>)
+    mamba2_warp_snapshot_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
+  using Policy = writeback_policy<StateFormat>;
+  extern __shared__ float4 warp_storage[];
+  const detail::warp_place at(parts);
+  if (at.h >= p.heads || p.request_plans[at.b] == request_plan::skip) return;
+  const mamba2_head_views<Policy, Act> v(p, at.b, at.h, request_slot(p, at.b));
+  const mamba2_layer_shape shape = p.shape();
+  const warp::row_range rows = warp::mamba2_warp_config<Policy>::template part_rows<true>(shape, parts, at.part);
+  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
+  auto stream = warp::start_mamba2_stream<true, Engine>(v.state, shape, rows, smem, at.lane);
+  const int32_t tokens = v.in.tokens;
+  uint32_t error = tokens < 1 || tokens > p.tokens || tokens > Tokens ? error_tokens_out_of_range : step_ok;
+  state_head_view<StateFormat> snapshots[Tokens];
+  const int64_t elements = int64_t(shape.head_dim) * shape.state_dim;
+#pragma unroll
+  for (int t = 0; t < Tokens; ++t) {
+    const int32_t slot = t < tokens ? p.snapshot_slots[int64_t(at.b) * p.tokens + t] : 0;
+    if (slot < 0 || slot >= p.num_slots) error |= error_slot_out_of_range;
+    snapshots[t] = state_head_view<StateFormat>::in_pool(p.checkpoint, p.checkpoint_scales,
+                                                         int64_t(slot) * p.heads + at.h, elements);
+  }
+  if (error != step_ok) {  // no draft of the request is stepped
+    stream.drain();
+    if (at.lane == 0) detail::report(p, at.b, error);
+    return;
+  }
+  const step_plan plan{0, tokens, tokens, true, 0, 0, 0u, step_ok};  // every draft folded, in turn
+  warp::mamba2_warp_flush<step_kind::verify, Tokens>(stream, v.in, v.state, shape, plan, rows, smem, at.lane,
+                                                      snapshots);
+}
+
 namespace detail {
 
-/// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind` over every
-/// request. Warps per block and warps per head are chosen for occupancy
-/// (`choose_warp_geometry`).
-template <class Policy, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode, int Tokens = 1,
-          class Act>
-status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
-  const uint32_t warp_bytes = warp::mamba2_warp_layout<Policy, Act, Flush, Tokens>::make(p.shape()).bytes;
-  auto kernel = mamba2_warp_kernel<Policy, Act, Engine, Flush, Kind, Tokens>;
+/// Launches a warp kernel over every request, `warp_bytes` of shared memory per warp. Warps
+/// per block and warps per head are chosen for occupancy (`choose_warp_geometry`).
+template <class Kernel, class Act>
+status launch_warp_kernel(Kernel kernel, uint32_t warp_bytes, const mamba2_params<Act>& p, const device_limits& d,
+                          cudaStream_t stream) {
   warp_geometry g;
   if (status s = prepare_warp_kernel(kernel, d, warp_bytes, int64_t(p.batch) * p.heads, "mamba2", g); !s) return s;
   const size_t smem = size_t(g.warps_per_block) * warp_bytes;
@@ -118,6 +166,22 @@ status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cud
       p, warp_bytes, g.parts);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
   return {};
+}
+
+/// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind`.
+template <class Policy, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode, int Tokens = 1,
+          class Act>
+status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+  return launch_warp_kernel(mamba2_warp_kernel<Policy, Act, Engine, Flush, Kind, Tokens>,
+                            warp::mamba2_warp_layout<Policy, Act, Flush, Tokens>::make(p.shape()).bytes, p, d, stream);
+}
+
+/// Launches the snapshot baseline's warp kernel for up to `Tokens` drafts.
+template <class StateFormat, warp::copy_engine Engine, int Tokens, class Act>
+status launch_warp_snapshot(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+  return launch_warp_kernel(
+      mamba2_warp_snapshot_kernel<StateFormat, Act, Engine, Tokens>,
+      warp::mamba2_warp_layout<writeback_policy<StateFormat>, Act, true, Tokens>::make(p.shape()).bytes, p, d, stream);
 }
 
 /// Whether the stored state of `p` can stream with the bulk copy engine on this device.
@@ -150,6 +214,32 @@ status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cud
     return p.tokens <= 4 ? launch_warp_step<Policy, Engine, false, Kind, 4>(p, d, stream)
                          : launch_warp_step<Policy, Engine, false, Kind, max_draft_tokens>(p, d, stream);
   }
+}
+
+/// The snapshot baseline on the warp kernels with the copy engine `Engine` (validated and
+/// planned params), in a kernel for up to 4 or up to 8 drafts.
+template <class StateFormat, warp::copy_engine Engine, class Act>
+status mamba2_warp_snapshot_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+  return p.tokens <= 4 ? launch_warp_snapshot<StateFormat, Engine, 4>(p, d, stream)
+                       : launch_warp_snapshot<StateFormat, Engine, max_draft_tokens>(p, d, stream);
+}
+
+/// The snapshot baseline for every request of `p` (validated params): planned, then on the
+/// warp kernels where the shape allows, else one block per (request, head).
+template <class StateFormat, int Threads, class Act>
+status mamba2_snapshot_step(const mamba2_params<Act>& p, cudaStream_t stream) {
+  using Policy = writeback_policy<StateFormat>;
+  if (p.batch == 0) return {};
+  if (status s = plan_requests<Policy, step_kind::decode>(p, stream); !s) return s;
+  if (warp::mamba2_warp_config<Policy>::supported(p.state_dim)) {
+    device_limits d;
+    if (status s = query_device(d); !s) return s;
+    return bulk_copies_fit<Policy>(p, d) ? mamba2_warp_snapshot_step<StateFormat, warp::copy_engine::bulk>(p, d, stream)
+                                         : mamba2_warp_snapshot_step<StateFormat, warp::copy_engine::lanes>(p, d, stream);
+  }
+  const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape()).bytes();
+  return launch_head_blocks(mamba2_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,
+                            "mamba2 snapshot");
 }
 
 /// A decode or verify step for every request of `p` (device memory). `Engine` forces the
@@ -207,15 +297,12 @@ template <class Policy, int Threads = decode_block_threads, class Act>
   return detail::mamba2_tokens_step<Policy, Threads, step_kind::verify>(p, stream);
 }
 
-/// The conventional verify step: each draft's state written to its snapshot slot.
+/// The conventional verify step: each draft's state written to its snapshot slot, on the
+/// warp steps where the shape allows (the state streamed once, the drafts folded in turn).
 template <class StateFormat, int Threads = decode_block_threads, class Act>
 [[nodiscard]] status snapshot_verify_step(const mamba2_params<Act>& p, cudaStream_t stream = nullptr) {
   if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/false); !s) return s;
-  if (status s = detail::plan_requests<writeback_policy<StateFormat>, step_kind::decode>(p, stream); !s) return s;
-  using Policy = writeback_policy<StateFormat>;
-  const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape()).bytes();
-  return detail::launch_head_blocks(mamba2_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,
-                                    "mamba2 snapshot");
+  return detail::mamba2_snapshot_step<StateFormat, Threads>(p, stream);
 }
 
 }  // namespace cuda

@@ -68,9 +68,6 @@ struct mamba2_warp_config {
   static constexpr int flush_unit = Policy::shared_state || checkpoint_format::chunk_elems >= read_format::chunk_elems
                                         ? checkpoint_format::chunk_elems
                                         : read_format::chunk_elems;
-  /// Whether a flush lane keeps the window's keys B_j of its unit's columns in registers
-  /// (64 floats at most), rather than reading them from the warp's shared memory per stage.
-  static constexpr bool keys_in_registers = window * flush_unit <= 64;
   /// Stages in each warp's ring. A read step consumes a stage in place. A flush of a window
   /// copies each stage to registers and releases it before its long fold, so two stages in
   /// flight keep it fed and leave shared memory for more warps; a write-back step, whose
@@ -107,17 +104,23 @@ struct mamba2_warp_config {
 /// One warp's shared memory for a step of up to `Tokens` tokens (bytes, 16-byte aligned
 /// regions): the stream's ring, then the x rows of the entries and the tokens' z as stored
 /// (activations), the window's keys where a flush does not hold them in registers, then
-/// floats. A step sees at most `window` entries (a verify step's drafts included: they fit
-/// after the committed entries, or those are flushed first).
+/// floats. A replay step sees at most `window` entries (a verify step's drafts included:
+/// they fit after the committed entries, or those are flushed first); a write-back flush
+/// (the snapshot baseline's verify step) folds its `Tokens` drafts one by one.
 template <class Policy, class Act, bool Flush, int Tokens = 1>
 struct mamba2_warp_layout {
-  static_assert(Tokens >= 1 && Tokens <= max_draft_tokens && (!Flush || Tokens == 1),
-                "mamba2_warp_layout: a read step takes 1 to max_draft_tokens tokens, a flush one");
+  static_assert(Tokens >= 1 && Tokens <= max_draft_tokens && (!Flush || Tokens == 1 || Policy::is_writeback),
+                "mamba2_warp_layout: a read step takes 1 to max_draft_tokens tokens, a replay flush one");
   static constexpr int window = Policy::window;
   static constexpr int tokens = Tokens;
+  /// Entries a step stages: the window's (a write-back flush's window is its one token).
+  static constexpr int entries = Flush ? window * Tokens : window;
   using config = mamba2_warp_config<Policy>;
-  /// Whether the window's B rows are staged here (a flush whose keys exceed its registers).
-  static constexpr bool stages_keys = Flush && !config::keys_in_registers;
+  /// Whether a flush lane keeps the entries' keys B_j of its unit's columns in registers
+  /// (64 floats at most), rather than reading them from the warp's shared memory per stage.
+  static constexpr bool keys_in_registers = entries * config::flush_unit <= 64;
+  /// Whether the entries' B rows are staged here (a flush whose keys exceed its registers).
+  static constexpr bool stages_keys = Flush && !keys_in_registers;
   static constexpr uint32_t stream_bytes =
       Flush ? sizeof(typename config::template flush_stream<copy_engine::bulk>::TempStorage)
             : sizeof(typename config::template read_stream<copy_engine::bulk>::TempStorage);
@@ -139,17 +142,17 @@ struct mamba2_warp_layout {
       at += align16(n);
       return start;
     };
-    l.x = take(window * l.x_pitch);
+    l.x = take(entries * l.x_pitch);
     l.z = take(Tokens * l.x_pitch);
-    l.B = take(stages_keys ? window * l.B_pitch : 0);
-    l.window_dt = take(window * 4);
-    l.dt = take(window * 4);
-    l.log_decay = take(window * 4);
-    l.coef = take(Flush ? window * 4 : 0);
+    l.B = take(stages_keys ? entries * l.B_pitch : 0);
+    l.window_dt = take(entries * 4);
+    l.dt = take(entries * 4);
+    l.log_decay = take(entries * 4);
+    l.coef = take(Flush ? entries * 4 : 0);
     l.weight = take(Flush ? 0 : Tokens * window * 4);
-    l.decay = take(Flush ? 0 : Tokens * 4);
+    l.decay = take(Tokens * 4);
     l.row_sum = take(Tokens * uint32_t(s.head_dim) * 4);
-    l.weighted_x = take(Flush ? window * l.padded_rows * 4 : 0);
+    l.weighted_x = take(Flush ? entries * l.padded_rows * 4 : 0);
     l.bytes = (at + 127u) / 128u * 128u;
     return l;
   }
@@ -210,8 +213,9 @@ __device__ void store_row_sums(const Lanes& lanes, float (&part)[TI], int32_t fi
   if (!share.owner) return;
 #pragma unroll
   for (int k = 0; k < TI; ++k) {
+    if (k >= share.count) break;  // the same count on every lane: a verify read's lane holds 1 of its 32 sums
     const int32_t t = (share.first + k) / I, row = first_row + (share.first + k) % I;
-    if (k < share.count && row < end && t < tokens) row_sum[t * rows_per_token + row] = part[k];
+    if (row < end && t < tokens) row_sum[t * rows_per_token + row] = part[k];
   }
 }
 
@@ -235,9 +239,9 @@ __device__ void copy_window(const warp_window<Layout, Act>& w, const entry_rows<
     if constexpr (Layout::stages_keys)
       lanes_copy(w.base + w.l.B + j * w.l.B_pitch, entry.B(e.first + j), uint32_t(N) * sizeof(Act), lane);
   }
-  if constexpr (Layout::stages_keys) {  // keys 0 past the window (the flush's padding)
+  if constexpr (Layout::stages_keys) {  // keys 0 past the staged entries (the flush's padding)
     Act* past = reinterpret_cast<Act*>(w.base + w.l.B + e.count * w.l.B_pitch);
-    for (int32_t n = lane; n < (Policy::window - e.count) * int32_t(w.l.B_pitch / sizeof(Act)); n += 32)
+    for (int32_t n = lane; n < (Layout::entries - e.count) * int32_t(w.l.B_pitch / sizeof(Act)); n += 32)
       past[n] = from_float<Act>(0.0f);
   }
   if (entry.in.z.data != nullptr)
@@ -284,8 +288,9 @@ __device__ void key_dots(const warp_window<Layout, Act>& w, const entry_rows<Pol
     if (!share.owner) continue;
 #pragma unroll
     for (int k = 0; k < T * G; ++k) {
+      if (k >= share.count) break;
       const int32_t t = (share.first + k) / G, i = g0 + (share.first + k) % G;
-      if (k < share.count && t < tokens && i < e.count) weight[t * W + i] = dot[k];
+      if (t < tokens && i < e.count) weight[t * W + i] = dot[k];
     }
   }
 }
@@ -310,16 +315,21 @@ __device__ void stage_decays(const warp_window<Layout, Act>& w, const mamba2_hea
   __syncwarp();
 }
 
-/// A flush's coefficients of the F staged entries in the order of replay/scalar_decay.hpp:
-/// coef_j = window_coefficient(j, F). Returns the decay of the checkpoint over them. Ends
-/// with a `__syncwarp`.
+/// A flush's coefficients in the order of replay/scalar_decay.hpp: its F staged entries fold
+/// in `folds` equal runs (a replay flush's one run; the snapshot baseline's drafts, a run
+/// each), coef_j = window_coefficient of entry j within its run, and decay[f] the decay of
+/// the state over run f. Ends with a `__syncwarp`.
 template <class Layout, class Act>
-__device__ float flush_coefficients(const warp_window<Layout, Act>& w, int32_t F, int lane) {
+__device__ void flush_coefficients(const warp_window<Layout, Act>& w, int32_t F, int32_t folds, int lane) {
   const float* log_decay = w.floats(w.l.log_decay);
-  for (int32_t j = lane; j < F; j += 32) w.floats(w.l.coef)[j] = window_coefficient(log_decay, w.floats(w.l.dt), j, F);
-  const float decay = checkpoint_decay(log_decay, F);
+  const float* dt = w.floats(w.l.dt);
+  const int32_t n = F / folds;
+  for (int32_t j = lane; j < F; j += 32) {
+    const int32_t run = j / n * n;
+    w.floats(w.l.coef)[j] = window_coefficient(log_decay + run, dt + run, j - run, n);
+  }
+  for (int32_t f = lane; f < folds; f += 32) w.floats(w.l.decay)[f] = checkpoint_decay(log_decay + f * n, n);
   __syncwarp();
-  return decay;
 }
 
 /// A read step's token t sees the staged entries 0 .. seen0 + t - 1 (itself the last):
@@ -478,45 +488,56 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
 }
 
 /// A flush of rows `rows` of one head by one warp, from `stream` (`start_mamba2_stream<
-/// true>`; `smem` the warp's `mamba2_warp_layout<Policy, Act, true>` bytes): the
+/// true>`; `smem` the warp's `mamba2_warp_layout<Policy, Act, true, Tokens>` bytes): the
 /// `plan.folded` entries folded into these rows of the checkpoint (and the read copy). A
 /// decode step's flush folds the window and the token and writes y from the new state (a
 /// write-back step is the flush of a window of one); a verify step's (`Kind`) folds the
-/// committed entries only and writes nothing else (`mamba2_warp_read<Tokens>` follows). The
-/// cursor is the caller's to advance.
-template <step_kind Kind = step_kind::decode, class Stream, class Policy, class Act>
+/// committed entries only and writes nothing else (`mamba2_warp_read<Tokens>` follows).
+/// A write-back policy's verify step is the snapshot baseline: its drafts (up to `Tokens`)
+/// fold one by one, each writing y from its state and storing it to `snapshots[t]`, which
+/// the next draft goes on from as stored. The cursor is the caller's to advance.
+template <step_kind Kind = step_kind::decode, int Tokens = 1, class Stream, class Policy, class Act>
 __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>& in,
                                   const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, const step_plan& plan,
-                                  row_range rows, uint8_t* smem, int lane) {
+                                  row_range rows, uint8_t* smem, int lane,
+                                  const state_head_view<typename Policy::checkpoint_format>* snapshots = nullptr) {
   using config = mamba2_warp_config<Policy>;
   using ckpt_format = typename config::checkpoint_format;
   using read_format = typename config::read_format;
   using lanes_t = typename config::flush_lanes;
-  using layout_t = mamba2_warp_layout<Policy, Act, true>;
+  using layout_t = mamba2_warp_layout<Policy, Act, true, Tokens>;
   constexpr int U = config::flush_unit, Kc = ckpt_format::chunk_elems, Kr = read_format::chunk_elems;
-  constexpr int I = lanes_t::rows, W = Policy::window;
-  constexpr bool outputs = Kind == step_kind::decode;
+  constexpr int I = lanes_t::rows, W = Policy::window, E = layout_t::entries;
+  constexpr bool snapshot = Policy::is_writeback && Kind == step_kind::verify;
+  constexpr bool outputs = Kind == step_kind::decode || snapshot;
+  static_assert(snapshot || Tokens == 1, "mamba2_warp_flush: only the snapshot baseline folds several tokens");
   const int32_t P = s.head_dim, N = s.state_dim, F = plan.folded, end = rows.first + rows.count;
-  const detail::staged_entries staged{0, F, outputs ? 1 : 0};
+  const int32_t folds = snapshot ? plan.tokens : 1;  // runs of W entries folded and stored in turn
+  const detail::staged_entries staged{0, F, outputs ? folds : 0};
   const detail::warp_window<layout_t, Act> w{smem, layout_t::make(s)};
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
   detail::copy_window(w, entry, s, staged, lane);
   const lanes_t lanes(N, lane);
   const int32_t column = lanes.column();
-  float c[U] = {};
-  if constexpr (outputs) detail::load_activations<U>(in.C.at(0) + column, c);
-  const detail::flush_keys<W, U, Act, config::keys_in_registers> keys(entry, w, column, F);
+  float c[Tokens][U] = {};
+  if constexpr (outputs) {
+#pragma unroll
+    for (int t = 0; t < Tokens; ++t) detail::load_activations<U>(in.C.at(t < folds ? t : 0) + column, c[t]);
+  }
+  const detail::flush_keys<E, U, Act, layout_t::keys_in_registers> keys(entry, w, column, F);
 
   // The coefficients and the weighted x_j must be ready before the first stage folds; rows
   // past the head are zeros, so that every lane folds whole runs of rows. Every stage folds
-  // all W entries without a branch, so that the loads of the next entries issue early: an
-  // entry past the window's end (a first window shortened by its phase) has weighted x -0
-  // and keys 0, and s + (-0) * 0 = s for every s, +-0 included, as if it were not folded.
+  // all W entries of a run without a branch, so that the loads of the next entries issue
+  // early: an entry past the window's end (a first window shortened by its phase) has
+  // weighted x -0 and keys 0, and s + (-0) * 0 = s for every s, +-0 included, as if it were
+  // not folded.
   detail::stage_decays(w, in, plan, staged, lane);
-  const float total = detail::flush_coefficients(w, F, lane);
+  detail::flush_coefficients(w, F, folds, lane);
   const int32_t Pp = int32_t(w.l.padded_rows);
   float* weighted_x = w.floats(w.l.weighted_x);
-  for (int32_t j = 0; j < W; ++j) {
+  const float* decay = w.floats(w.l.decay);
+  for (int32_t j = 0; j < E; ++j) {
     const float coef = j < F ? w.floats(w.l.coef)[j] : 0.0f;
     for (int32_t p = lane; p < Pp; p += 32)
       weighted_x[j * Pp + p] = j >= F ? -0.0f : p < P ? weighted_value(coef, to_float(w.x(j)[p])) : 0.0f;
@@ -529,6 +550,7 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
   // Each stage is copied to registers (decayed) and released before the window folds in, so
   // that the next copy is in flight during the fold (KERNELS.md's flush).
   auto decayed_stage = [&](int, const uint8_t* data, const uint8_t* scales, int32_t) {
+    const float total = decay[0];
     detail::state_tile<I, U> t;
 #pragma unroll
     for (int i = 0; i < I; ++i) {
@@ -548,49 +570,66 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
   auto fold_and_store = [&](int stage, detail::state_tile<I, U>& t) {
     const int32_t row0 = rows.first + stage * stage_rows + lanes.row(0);  // the lane's first row; its I rows follow
 #pragma unroll
-    for (int j = 0; j < W; ++j) {
-      float b[U], x[I];
-      keys.load(j, b);
-      load_scratch(weighted_x + j * Pp + row0, x);
+    for (int f = 0; f < Tokens; ++f) {
+      if (f >= folds) break;  // the same on every lane
+      if (f > 0) {
+        const float run_decay = decay[f];
 #pragma unroll
-      for (int i = 0; i < I; ++i)
+        for (int i = 0; i < I; ++i)
 #pragma unroll
-        for (int e = 0; e < U; ++e) t.v[i][e] = fold_entry(t.v[i][e], x[i], b[e]);
-    }
-    float part[I];
-#pragma unroll
-    for (int i = 0; i < I; ++i) {
-      part[i] = 0.0f;
-      if (row0 + i >= end) continue;
-      const int32_t element = (row0 + i) * N + column;
-#pragma unroll
-      for (int q = 0; q < U / Kc; ++q) {
-        float v[Kc];
-#pragma unroll
-        for (int e = 0; e < Kc; ++e) v[e] = t.v[i][q * Kc + e];
-        st.checkpoint.template store<typename Policy::rounding>(element / Kc + q, v, key);
+          for (int e = 0; e < U; ++e) t.v[i][e] = decayed_checkpoint(run_decay, t.v[i][e]);
       }
-      if constexpr (!Policy::shared_state) {
-        // A separate read copy rounds to nearest (head_step.hpp says why).
 #pragma unroll
-        for (int q = 0; q < U / Kr; ++q) {
-          float v[Kr];
+      for (int j = f * W; j < f * W + W; ++j) {
+        float b[U], x[I];
+        keys.load(j, b);
+        load_scratch(weighted_x + j * Pp + row0, x);
 #pragma unroll
-          for (int e = 0; e < Kr; ++e) v[e] = t.v[i][q * Kr + e];
-          st.read_copy.template store<round_nearest_even>(element / Kr + q, v, key);
+        for (int i = 0; i < I; ++i)
+#pragma unroll
+          for (int e = 0; e < U; ++e) t.v[i][e] = fold_entry(t.v[i][e], x[i], b[e]);
+      }
+      float part[I];
+#pragma unroll
+      for (int i = 0; i < I; ++i) {
+        part[i] = 0.0f;
+        if constexpr (outputs) {  // y from the state before it is stored
+#pragma unroll
+          for (int e = 0; e < U; ++e) part[i] = math::fma(t.v[i][e], c[f][e], part[i]);
+        }
+        if (row0 + i >= end) continue;
+        const int32_t element = (row0 + i) * N + column;
+#pragma unroll
+        for (int q = 0; q < U / Kc; ++q) {
+          float v[Kc];
+#pragma unroll
+          for (int e = 0; e < Kc; ++e) v[e] = t.v[i][q * Kc + e];
+          if constexpr (snapshot) {
+            snapshots[f].template store_rounded<typename Policy::rounding>(element / Kc + q, v, key);
+#pragma unroll
+            for (int e = 0; e < Kc; ++e) t.v[i][q * Kc + e] = v[e];
+          } else {
+            st.checkpoint.template store<typename Policy::rounding>(element / Kc + q, v, key);
+          }
+        }
+        if constexpr (!Policy::shared_state) {
+          // A separate read copy rounds to nearest (head_step.hpp says why).
+#pragma unroll
+          for (int q = 0; q < U / Kr; ++q) {
+            float v[Kr];
+#pragma unroll
+            for (int e = 0; e < Kr; ++e) v[e] = t.v[i][q * Kr + e];
+            st.read_copy.template store<round_nearest_even>(element / Kr + q, v, key);
+          }
         }
       }
-      if constexpr (outputs) {
-#pragma unroll
-        for (int e = 0; e < U; ++e) part[i] = math::fma(t.v[i][e], c[e], part[i]);
-      }
+      if constexpr (outputs) detail::store_row_sums<I>(lanes, part, row0, end, 1, P, w.floats(w.l.row_sum) + f * P);
     }
-    if constexpr (outputs) detail::store_row_sums<I>(lanes, part, row0, end, 1, P, w.floats(w.l.row_sum));
   };
   stream.for_each_stage(decayed_stage, fold_and_store);
   if constexpr (outputs) {
     __syncwarp();
-    detail::write_outputs<W>(w, in, rows, P, F, 1, nullptr, nullptr, lane);
+    detail::write_outputs<W>(w, in, rows, P, F - folds + 1, folds, nullptr, nullptr, lane);
   }
 }
 

@@ -104,13 +104,38 @@ struct state_head_view {
   /// the element, never on which thread writes it.
   template <class Round>
   REPLAYSSM_HOST_DEVICE void store(int32_t chunk, const float (&in)[chunk_elems], const random_stream_key& key) const {
-    uint32_t bits[Format::random_words_per_chunk > 0 ? Format::random_words_per_chunk : 1] = {};
-    // An exact format's encode is the identity: its words would be drawn for nothing.
-    if constexpr (Round::is_stochastic && Format::random_words_per_chunk > 0 && !Format::is_exact_fp32) {
-      random_words(key, uint32_t(chunk) * Format::random_words_per_chunk, bits);
-    }
+    uint32_t bits[random_words_per_chunk];
+    draw_bits<Round>(chunk, key, bits);
     Format::template encode<Round>(in, bits, data + int64_t(chunk) * Format::data_bytes_per_chunk,
                                    scales + int64_t(chunk) * Format::scale_bytes_per_chunk);
+  }
+
+  /// `store`, then `in` holds the values as stored (what a later `load` decodes): for a step
+  /// that goes on from the state it has just written, as the next draft of the snapshot
+  /// baseline does, without reading it back.
+  template <class Round>
+  REPLAYSSM_HOST_DEVICE void store_rounded(int32_t chunk, float (&in)[chunk_elems], const random_stream_key& key) const {
+    uint32_t bits[random_words_per_chunk];
+    draw_bits<Round>(chunk, key, bits);
+    stored_chunk<Format> c;
+    Format::template encode<Round>(in, bits, c.data, c.scales);
+    detail::copy_chunk_bytes<Format::data_bytes_per_chunk>(data + int64_t(chunk) * Format::data_bytes_per_chunk, c.data);
+    if constexpr (Format::scale_bytes_per_chunk > 0)
+      detail::copy_chunk_bytes<Format::scale_bytes_per_chunk>(scales + int64_t(chunk) * Format::scale_bytes_per_chunk,
+                                                              c.scales);
+    decode(c, in);
+  }
+
+ private:
+  static constexpr int random_words_per_chunk = Format::random_words_per_chunk > 0 ? Format::random_words_per_chunk : 1;
+  /// The random words of chunk `chunk` that `Round` needs (zeros for rounding to nearest).
+  template <class Round>
+  REPLAYSSM_HOST_DEVICE static void draw_bits(int32_t chunk, const random_stream_key& key,
+                                              uint32_t (&bits)[random_words_per_chunk]) {
+    for (uint32_t& b : bits) b = 0u;
+    // An exact format's encode is the identity: its words would be drawn for nothing.
+    if constexpr (Round::is_stochastic && Format::random_words_per_chunk > 0 && !Format::is_exact_fp32)
+      random_words(key, uint32_t(chunk) * Format::random_words_per_chunk, bits);
   }
 };
 

@@ -68,8 +68,10 @@ __device__ value_share reduce_scatter(float (&v)[N], int group, int position) {
   share.owner = offset < 1 || (position & (2 * offset - 1)) == 0;
   for (; offset >= 1; offset /= 2) {
 #pragma unroll
-    for (int i = 0; i < N; ++i)
-      if (i < share.count) v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
+    for (int i = 0; i < N; ++i) {
+      if (i >= share.count) break;  // the same count on every lane
+      v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
+    }
   }
   return share;
 }

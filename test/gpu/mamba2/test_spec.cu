@@ -54,7 +54,68 @@ void require_spec_bit_identical(const mamba2_case& c, int tokens, int rounds) {
   }
 }
 
+/// Rounds of the snapshot baseline in `Format` on the CPU and on the GPU from the same states
+/// and inputs: every slot's state, the drafts' snapshots included, must be the same bytes
+/// (each draft goes on from the state as its predecessor stored it), outputs agree within
+/// the activation's tolerance.
+template <class Format, class Act>
+void require_snapshot_bit_identical(const mamba2_case& c, int tokens, int rounds) {
+  using state_t = mamba2_host_state<writeback_policy<Format>, Act>;
+  std::mt19937_64 rng(c.seed);
+  mamba2_inputs_host<Act> in(c, rng, tokens);
+  const int slots_total = c.num_slots + c.batch * tokens;
+  state_t cpu_state(c.shape, slots_total), gpu_state(c.shape, slots_total);
+  for (int slot = 0; slot < c.num_slots; ++slot) {
+    const auto init = mamba2_harness::random_state(c.shape, rng);
+    cpu_state.set_state(slot, init);
+    gpu_state.set_state(slot, init);
+  }
+  std::vector<int32_t> cpu_slots = request_slots(c), gpu_slots = cpu_slots, cpu_snapshots, gpu_snapshots;
+  for (int i = 0; i < c.batch * tokens; ++i) cpu_snapshots.push_back(c.num_slots + i);
+  gpu_snapshots = cpu_snapshots;
+  const size_t ys = mamba2_harness::outputs(c.shape);
+  std::vector<Act> y_cpu(size_t(c.batch) * tokens * ys), y_gpu(y_cpu.size());
+  for (int round = 0; round < rounds; ++round) {
+    in.draw(rng);
+    const round_plan plan(c.batch, tokens, round, rng);
+    mamba2_params<Act> p;
+    in.bind(p, c);
+    plan.apply(p);
+    auto run = [&](state_t& st, std::vector<int32_t>& slots, std::vector<int32_t>& snapshots, std::vector<Act>& y,
+                   auto verify, auto commit) {
+      p.slot_indices = slots.data();
+      p.snapshot_slots = snapshots.data();
+      st.bind(p, true);
+      p.y = y.data();
+      REQUIRE(verify(p, st).ok());
+      REQUIRE(commit(p, st).ok());
+    };
+    run(
+        cpu_state, cpu_slots, cpu_snapshots, y_cpu, [](const auto& hp, auto&) { return cpu::snapshot_verify_step<Format>(hp); },
+        [&](const auto& hp, auto&) { return cpu::snapshot_commit(hp, cpu_slots.data(), cpu_snapshots.data()); });
+    run(
+        gpu_state, gpu_slots, gpu_snapshots, y_gpu,
+        [](const auto& hp, auto& st) {
+          return device_run(hp, st, [](const auto& dp) { return cuda::snapshot_verify_step<Format>(dp); });
+        },
+        [&](const auto& hp, auto&) { return cpu::snapshot_commit(hp, gpu_slots.data(), gpu_snapshots.data()); });
+    INFO("round " << round);
+    for (int b = 0; b < c.batch; ++b)
+      require_outputs_agree(y_cpu.data() + b * tokens * ys, y_gpu.data() + b * tokens * ys,
+                            size_t(plan.drafts[size_t(b)]) * ys);
+    REQUIRE(cpu_slots == gpu_slots);
+    for (int slot = 0; slot < slots_total; ++slot)
+      REQUIRE(cpu_state.checkpoint_values(slot) == gpu_state.checkpoint_values(slot));
+  }
+}
+
 }  // namespace
+
+TEST_CASE("gpu and cpu mamba2 snapshot baselines are bit-identical", "[gpu][mamba2][spec]") {
+  require_snapshot_bit_identical<fp32_format, float>({nemotron3_nano, 3, 5, true, true, 81}, 4, 12);
+  require_snapshot_bit_identical<fp16_format, bfloat16_t>({{4, 24, 64, 2}, 3, 5, true, true, 82}, 8, 20);
+  require_snapshot_bit_identical<bf16_format, float>({{2, 16, 32, 1}, 2, 3, false, false, 83}, 3, 20);
+}
 
 TEST_CASE("gpu mamba2 verify + commit equals sequential decoding of the accepted tokens", "[gpu][mamba2][spec]") {
   gpu_spec<mamba2_harness, replay_policy<8, fp32_format>, float>({mamba2_odd_shape, 3, 5, true, true, 91}, 4, 300);
