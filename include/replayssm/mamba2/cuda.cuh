@@ -71,7 +71,7 @@ struct warp_place {
 /// fills (a planner launch would add its latency to every write-back step).
 template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode,
           int Tokens = 1>
-__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<(Flush && !Policy::is_writeback) || (Tokens > 1)>)
+__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<(Flush && !Policy::is_writeback) || (Tokens > 4)>)
     mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   extern __shared__ float4 warp_storage[];
   const detail::warp_place at(parts);
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<(Flush
   const warp::row_range rows = warp::mamba2_warp_config<Policy>::template part_rows<Flush>(shape, parts, part);
   uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
   // The stream starts before the cursors are read: their latency hides behind the state's.
-  auto stream = warp::start_mamba2_stream<Flush, Engine>(v.state, shape, rows, smem, lane);
+  auto stream = warp::start_mamba2_stream<Flush, Engine, Tokens>(v.state, shape, rows, smem, lane);
   if constexpr (Policy::is_writeback) {
     const request_check r = detail::warp_check_request<Policy, step_kind::decode>(p, b, lane);
     if (r.errors != step_ok) {

@@ -68,15 +68,18 @@ struct mamba2_warp_config {
   static constexpr int flush_unit = Policy::shared_state || checkpoint_format::chunk_elems >= read_format::chunk_elems
                                         ? checkpoint_format::chunk_elems
                                         : read_format::chunk_elems;
-  /// Stages in each warp's ring. A read step consumes a stage in place. A flush of a window
-  /// copies each stage to registers and releases it before its long fold, so two stages in
-  /// flight keep it fed and leave shared memory for more warps; a write-back step, whose
-  /// fold is one entry, keeps three.
-  static constexpr int read_stages = 3, flush_stages = window > 1 ? 2 : 3;
+  /// Stages in each warp's ring. A read step consumes a stage in place; a verify step's
+  /// (`Tokens` > 1), which spends longer on each, keeps two, so that 16 warps fit an SM's
+  /// shared memory. A flush of a window copies each stage to registers and releases it
+  /// before its long fold, so two stages in flight keep it fed and leave shared memory for
+  /// more warps; a write-back step, whose fold is one entry, keeps three.
+  template <int Tokens>
+  static constexpr int read_stages = Tokens > 1 ? 2 : 3;
+  static constexpr int flush_stages = window > 1 ? 2 : 3;
   using read_lanes = unit_lanes<read_stage, read_unit>;
   using flush_lanes = unit_lanes<flush_stage, flush_unit>;
-  template <copy_engine Engine>
-  using read_stream = state_stream<read_format, read_stage, read_stages, Engine>;
+  template <copy_engine Engine, int Tokens = 1>
+  using read_stream = state_stream<read_format, read_stage, read_stages<Tokens>, Engine>;
   template <copy_engine Engine>
   using flush_stream = state_stream<checkpoint_format, flush_stage, flush_stages, Engine>;
 
@@ -123,7 +126,7 @@ struct mamba2_warp_layout {
   static constexpr bool stages_keys = Flush && !keys_in_registers;
   static constexpr uint32_t stream_bytes =
       Flush ? sizeof(typename config::template flush_stream<copy_engine::bulk>::TempStorage)
-            : sizeof(typename config::template read_stream<copy_engine::bulk>::TempStorage);
+            : sizeof(typename config::template read_stream<copy_engine::bulk, Tokens>::TempStorage);
   uint32_t x_pitch, B_pitch;  ///< bytes per stored row of x and of B
   uint32_t padded_rows;       ///< head rows rounded up to whole stages
   uint32_t x, z, B;           ///< stored rows: x of every entry, the tokens' z, B of every entry
@@ -158,9 +161,9 @@ struct mamba2_warp_layout {
   }
 };
 
-/// The stream a read (`Flush` false) or flush step of rows `rows` of a head consumes, started
-/// at once: call it before any other load of the step.
-template <bool Flush, copy_engine Engine, class Policy, class Act>
+/// The stream a read (`Flush` false; of up to `Tokens` tokens) or flush step of rows `rows`
+/// of a head consumes, started at once: call it before any other load of the step.
+template <bool Flush, copy_engine Engine, int Tokens = 1, class Policy, class Act>
 __device__ auto start_mamba2_stream(const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, row_range rows,
                                     uint8_t* smem, int lane) {
   using config = mamba2_warp_config<Policy>;
@@ -170,7 +173,7 @@ __device__ auto start_mamba2_stream(const mamba2_head_state<Policy, Act>& st, ma
     return stream_t(*reinterpret_cast<typename stream_t::TempStorage*>(smem), st.checkpoint, rows.first * N,
                     rows.count * N, lane);
   } else {
-    using stream_t = typename config::template read_stream<Engine>;
+    using stream_t = typename config::template read_stream<Engine, Tokens>;
     auto& storage = *reinterpret_cast<typename stream_t::TempStorage*>(smem);
     if constexpr (Policy::shared_state)
       return stream_t(storage, st.checkpoint, rows.first * N, rows.count * N, lane);

@@ -33,8 +33,10 @@ inline constexpr int warp_step_threads = 128;
 /// Blocks per SM the warp steps' registers are capped for: within 128 registers, except
 /// (`Wide`) a flush of a window within 168, since it holds the window's keys (64 floats)
 /// beside its 32 state values, and its shared memory allows no more warps than that anyway,
-/// and a verify step's read, which holds every draft's C and row sums. (A write-back step
-/// capped at 168 lost 10% at batch 512: it needs its 16 warps per SM.)
+/// and a verify step's read of up to 8 drafts, which holds every draft's C and row sums.
+/// (A write-back step capped at 168 lost 10% at batch 512: it needs its 16 warps per SM. A
+/// verify read of up to 4 drafts fits 128 with its C spilled around the key dots, outside
+/// the stream's loop, and then 16 warps per SM.)
 template <bool Wide>
 inline constexpr int warp_step_min_blocks = Wide ? 3 : 4;
 
