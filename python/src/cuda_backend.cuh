@@ -14,6 +14,7 @@ namespace replayssm_python {
 
 struct cuda_backend {
   using activations = type_list<__nv_bfloat16>;
+  using policy_list = cuda_policies;
   template <class Policy, class Params>
   static rs::status decode(const Params& p, uintptr_t stream) {
     if constexpr (Policy::is_writeback)

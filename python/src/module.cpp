@@ -25,6 +25,7 @@ namespace {
 /// The CPU launchers, for `mamba2_step` and `gdn_step` (steps.hpp).
 struct cpu_backend {
   using activations = type_list<float, rs::half_t, rs::bfloat16_t>;
+  using policy_list = policies;
   template <class Policy, class Params>
   static rs::status decode(const Params& p, uintptr_t) {
     if constexpr (Policy::is_writeback)

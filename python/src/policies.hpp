@@ -5,10 +5,15 @@
 /// a separate read copy also runs Gated DeltaNet in the `raw_inputs` window mode.
 ///
 /// To add a policy, add one line to `policies` (a custom format: include its header above
-/// the list, and Python names it by its `name`).
+/// the list, and Python names it by its `name`). A build with `REPLAYSSM_PYTHON_CUDA_POLICIES`
+/// = N compiles the CUDA steps of the first N policies only (`cuda_policies`), in a fraction
+/// of the time; the CPU steps keep every policy.
 #pragma once
 
 #include <replayssm/replayssm.hpp>
+
+#include <string>
+#include <type_traits>
 
 #include "arrays.hpp"
 
@@ -38,11 +43,40 @@ using policies = type_list<
     rs::replay_policy<16, rs::nvfp4_format, rs::fp16_format, rs::round_stochastic>>;
 // clang-format on
 
+/// The first `N` types of a list (all of them when it is shorter).
+template <int N, class List, class Kept = type_list<>>
+struct first_types {
+  using type = Kept;
+};
+template <int N, class T, class... Ts, class... Kept>
+struct first_types<N, type_list<T, Ts...>, type_list<Kept...>> {
+  using type = std::conditional_t<(N > 0), typename first_types<N - 1, type_list<Ts...>, type_list<Kept..., T>>::type,
+                                  type_list<Kept...>>;
+};
+
+/// The policies whose CUDA steps the module compiles.
+#ifdef REPLAYSSM_PYTHON_CUDA_POLICIES
+using cuda_policies = typename first_types<REPLAYSSM_PYTHON_CUDA_POLICIES, policies>::type;
+#else
+using cuda_policies = policies;
+#endif
+
+/// How many types a list holds.
+template <class... Ts>
+constexpr int type_count(type_list<Ts...>) {
+  return int(sizeof...(Ts));
+}
+
 /// Calls `f(tag<T>{})` for the type at `index` of the list and returns what it returns; an
 /// error for an index outside the list.
 template <class... Ts, class F>
-rs::status visit(type_list<Ts...>, int index, F&& f) {
-  rs::status result = rs::status::error("replayssm: policy index " + std::to_string(index) + " is not compiled in");
+rs::status visit(type_list<Ts...> list, int index, F&& f) {
+  rs::status result = rs::status::error(
+      index >= type_count(list) && index < type_count(policies{})
+          ? "replayssm: policy index " + std::to_string(index) + " has no CUDA steps in this build (built with " +
+                "REPLAYSSM_PYTHON_CUDA_POLICIES=" + std::to_string(type_count(list)) + ": the first " +
+                std::to_string(type_count(list)) + " policies)"
+          : "replayssm: policy index " + std::to_string(index) + " is not compiled in");
   int i = 0;
   ((i++ == index ? void(result = f(tag<Ts>{})) : void()), ...);
   return result;
@@ -54,11 +88,11 @@ void for_each_type(type_list<Ts...>, F&& f) {
   (f(tag<Ts>{}), ...);
 }
 
-/// `visit` over the policies for Gated DeltaNet: the policy at `index`, in the raw_inputs
-/// window mode when `raw_inputs` (policies with a separate read copy only).
-template <class F>
+/// `visit` over the policies of `List` for Gated DeltaNet: the policy at `index`, in the
+/// raw_inputs window mode when `raw_inputs` (policies with a separate read copy only).
+template <class List = policies, class F>
 rs::status visit_gdn_policy(int index, bool raw_inputs, F&& f) {
-  return visit(policies{}, index, [&](auto t) -> rs::status {
+  return visit(List{}, index, [&](auto t) -> rs::status {
     using policy = typename decltype(t)::type;
     if (!raw_inputs) return f(tag<policy>{});
     if constexpr (policy::shared_state) {

@@ -302,7 +302,7 @@ rs::status mamba2_step(const step_call& call, const mamba2_args& a) {
 
   return detail::visit_activation(typename Backend::activations{}, who, a.x, [&](auto act_tag) {
     using Act = typename decltype(act_tag)::type;
-    return visit(policies{}, call.policy, [&](auto policy_tag) {
+    return visit(typename Backend::policy_list{}, call.policy, [&](auto policy_tag) {
       using Policy = typename decltype(policy_tag)::type;
       const rs::mamba2_layer_shape shape{int32_t(H), int32_t(P), int32_t(N), int32_t(G)};
       rs::mamba2_params<Act> p = rs::contiguous_mamba2_params<Act>(shape, int32_t(batch), a.tokens);
@@ -366,7 +366,7 @@ rs::status gdn_step(const step_call& call, const gdn_args& a) {
 
   return detail::visit_activation(typename Backend::activations{}, who, a.q, [&](auto act_tag) {
     using Act = typename decltype(act_tag)::type;
-    return visit_gdn_policy(call.policy, a.raw_inputs, [&](auto policy_tag) {
+    return visit_gdn_policy<typename Backend::policy_list>(call.policy, a.raw_inputs, [&](auto policy_tag) {
       using Policy = typename decltype(policy_tag)::type;
       const rs::gdn_layer_shape shape{int32_t(HV), int32_t(HK), int32_t(K), int32_t(V)};
       rs::gdn_params<Act> p = rs::contiguous_gdn_params<Act>(shape, int32_t(batch), a.tokens);

@@ -424,7 +424,7 @@ struct state_tile {
 }  // namespace detail
 
 /// A read step of rows `rows` of one head by one warp, from `stream` (`start_mamba2_stream<
-/// false>`; `smem` the warp's `mamba2_warp_layout<Policy, Act, false, Tokens>` bytes): y of
+/// false, Engine, Tokens>`; `smem` the warp's `mamba2_warp_layout<Policy, Act, false, Tokens>` bytes): y of
 /// the step's tokens from the read copy and the window, the tokens appended (x of these rows;
 /// B and the step sizes by the warp of the head's first rows). A decode step has one token;
 /// a verify step up to `Tokens` drafts, each seeing the drafts before it, and the entries a
@@ -439,6 +439,8 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   using format = typename config::read_format;
   using lanes_t = typename config::read_lanes;
   using layout_t = mamba2_warp_layout<Policy, Act, false, Tokens>;
+  static_assert(Stream::stages == config::template read_stages<Tokens>,
+                "mamba2_warp_read<Tokens>: start the stream with the same Tokens (start_mamba2_stream<false, Engine, Tokens>)");
   constexpr int U = config::read_unit, W = Policy::window, I = lanes_t::rows;
   const int32_t N = s.state_dim, P = s.head_dim, end = rows.first + rows.count, L = plan.length, F = plan.folded;
   const int32_t T = Tokens == 1 ? 1 : (plan.tokens < Tokens ? plan.tokens : Tokens);  // the planner skips more

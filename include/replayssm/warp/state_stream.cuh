@@ -118,6 +118,7 @@ template <class Format, int StageElems, int Stages, copy_engine Engine>
 class state_stream {
  public:
   static constexpr int chunk_elems = Format::chunk_elems;
+  static constexpr int stages = Stages;
   static constexpr uint32_t stage_data_bytes = StageElems / chunk_elems * Format::data_bytes_per_chunk;
   static constexpr uint32_t stage_scale_bytes = StageElems / chunk_elems * Format::scale_bytes_per_chunk;
   static_assert(StageElems % chunk_elems == 0 && stage_data_bytes % 16 == 0 && stage_scale_bytes % 16 == 0,
