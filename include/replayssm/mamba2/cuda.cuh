@@ -4,7 +4,8 @@
 /// steps run on the warp steps (mamba2/warp_step.cuh: one warp per head, the state
 /// streamed): a planner launch decides from the cursors which requests read and which flush,
 /// then a read launch and a flush launch each step their requests (a verify step flushes
-/// first, then reads every request with all its drafts). The snapshot baseline and shapes
+/// first, then reads every request with all its drafts); so does the snapshot baseline (a
+/// planner launch, then one flush launch that folds and stores the drafts in turn). Shapes
 /// the warp steps do not cover run the head step of the CPU path with `block_executor`, one
 /// block per (request, head). Commits and device error reports are
 /// shared by every recurrence (runtime/cuda_launch.cuh).
