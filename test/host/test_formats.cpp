@@ -15,6 +15,7 @@
 
 #include "replayssm/numeric/formats.hpp"
 #include "replayssm/numeric/philox.hpp"
+#include "replayssm/replay/state_view.hpp"
 
 using namespace replayssm;
 
@@ -443,4 +444,31 @@ TEMPLATE_TEST_CASE("stochastic block encoding is unbiased for every element", "[
     INFO("element " << i << " value " << in[i]);
     CHECK(std::fabs(sum[i] / draws - in[i]) <= bound);
   }
+}
+
+TEMPLATE_TEST_CASE("store_rounded stores what store does and hands back what load decodes", "[formats]",
+                   fp32_format, fp16_format, bf16_format, fp8_e4m3_format, nvfp4_format) {
+  using F = TestType;
+  constexpr int chunks = 3, n = F::chunk_elems;
+  std::mt19937 rng(72u);
+  const random_stream_key key{78u, 2u, 3u, 4u};
+  // Two pools of three chunks: `store` into one, `store_rounded` into the other.
+  std::vector<uint8_t> data(2 * chunks * F::data_bytes_per_chunk), scales(2 * chunks * F::scale_bytes_per_chunk + 1);
+  const auto view = [&](int pool) {
+    return state_head_view<F>::in_pool(data.data(), scales.data(), pool, int64_t(chunks) * n);
+  };
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    const std::vector<float> in = random_block(rng, n, -3, 3);
+    float values[n], rounded[n], loaded[n];
+    std::copy(in.begin(), in.end(), values);
+    std::copy(in.begin(), in.end(), rounded);
+    view(0).template store<round_stochastic>(chunk, values, key);
+    view(1).template store_rounded<round_stochastic>(chunk, rounded, key);
+    view(1).load(chunk, loaded);
+    INFO("chunk " << chunk);
+    CHECK(std::memcmp(rounded, loaded, sizeof loaded) == 0);
+  }
+  CHECK(std::equal(data.begin(), data.begin() + data.size() / 2, data.begin() + data.size() / 2));
+  const size_t scale_bytes = size_t(chunks) * F::scale_bytes_per_chunk;
+  CHECK(std::equal(scales.begin(), scales.begin() + scale_bytes, scales.begin() + scale_bytes));
 }
