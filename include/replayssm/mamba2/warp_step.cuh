@@ -212,14 +212,10 @@ __device__ void load_activations(const Act* from, float (&out)[U]) {
 template <int I, class Lanes, int TI>
 __device__ void store_row_sums(const Lanes& lanes, float (&part)[TI], int32_t first_row, int32_t end, int32_t tokens,
                                int32_t rows_per_token, float* row_sum) {
-  const auto share = lanes.row_sums(part);
-  if (!share.owner) return;
-#pragma unroll
-  for (int k = 0; k < TI; ++k) {
-    if (k >= share.count) break;  // the same count on every lane: a verify read's lane holds 1 of its 32 sums
-    const int32_t t = (share.first + k) / I, row = first_row + (share.first + k) % I;
-    if (row < end && t < tokens) row_sum[t * rows_per_token + row] = part[k];
-  }
+  lanes.row_sums(part).for_each_owned(part, [&](int k, float sum) {
+    const int32_t t = k / I, row = first_row + k % I;
+    if (row < end && t < tokens) row_sum[t * rows_per_token + row] = sum;
+  });
 }
 
 /// The entries a step stages: entries first .. first + count - 1 (window entries, then the
@@ -287,14 +283,10 @@ __device__ void key_dots(const warp_window<Layout, Act>& w, const entry_rows<Pol
 #pragma unroll
           for (int k = 0; k < 4; ++k) dot[t * G + j] = math::fma(b[j][k], c[t][k], dot[t * G + j]);
     }
-    const value_share share = reduce_scatter(dot, 32, lane);
-    if (!share.owner) continue;
-#pragma unroll
-    for (int k = 0; k < T * G; ++k) {
-      if (k >= share.count) break;
-      const int32_t t = (share.first + k) / G, i = g0 + (share.first + k) % G;
-      if (t < tokens && i < e.count) weight[t * W + i] = dot[k];
-    }
+    reduce_scatter(dot, 32, lane).for_each_owned(dot, [&](int k, float sum) {
+      const int32_t t = k / G, i = g0 + k % G;
+      if (t < tokens && i < e.count) weight[t * W + i] = sum;
+    });
   }
 }
 

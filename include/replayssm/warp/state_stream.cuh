@@ -25,6 +25,19 @@ namespace warp {
 struct value_share {
   int first, count;  ///< values first .. first + count - 1 (of the N summed), in v[0 .. count)
   bool owner;        ///< one lane per share: the one that writes it
+
+  /// On the owner lane, calls `f(index, value)` for each summed value it holds (index among
+  /// the N); `v` as `reduce_scatter` left it. The count is the same on every lane, so the
+  /// loop stops there (a verify read's lane holds 1 of its 32 row sums per stage).
+  template <int N, class F>
+  __device__ void for_each_owned(const float (&v)[N], F&& f) const {
+    if (!owner) return;
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      if (k >= count) break;
+      f(first + k, v[k]);
+    }
+  }
 };
 
 namespace detail {
