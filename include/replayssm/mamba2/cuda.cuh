@@ -72,7 +72,8 @@ struct warp_place {
 /// fills (a planner launch would add its latency to every write-back step).
 template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode,
           int Tokens = 1>
-__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<(Flush && !Policy::is_writeback) || (Tokens > 4)>)
+__global__ void __launch_bounds__(warp_step_threads,
+                                  warp_step_min_blocks<(Flush && !Policy::is_writeback) || (Tokens > 4)>)
     mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   extern __shared__ float4 warp_storage[];
   const detail::warp_place at(parts);
@@ -235,8 +236,9 @@ status mamba2_snapshot_step(const mamba2_params<Act>& p, cudaStream_t stream) {
   if (warp::mamba2_warp_config<Policy>::supported(p.state_dim)) {
     device_limits d;
     if (status s = query_device(d); !s) return s;
-    return bulk_copies_fit<Policy>(p, d) ? mamba2_warp_snapshot_step<StateFormat, warp::copy_engine::bulk>(p, d, stream)
-                                         : mamba2_warp_snapshot_step<StateFormat, warp::copy_engine::lanes>(p, d, stream);
+    using warp::copy_engine;
+    if (bulk_copies_fit<Policy>(p, d)) return mamba2_warp_snapshot_step<StateFormat, copy_engine::bulk>(p, d, stream);
+    return mamba2_warp_snapshot_step<StateFormat, copy_engine::lanes>(p, d, stream);
   }
   const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape()).bytes();
   return launch_head_blocks(mamba2_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,

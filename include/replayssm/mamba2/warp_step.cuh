@@ -432,7 +432,7 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   using lanes_t = typename config::read_lanes;
   using layout_t = mamba2_warp_layout<Policy, Act, false, Tokens>;
   static_assert(Stream::stages == config::template read_stages<Tokens>,
-                "mamba2_warp_read<Tokens>: start the stream with the same Tokens (start_mamba2_stream<false, Engine, Tokens>)");
+                "mamba2_warp_read<Tokens>: start its stream with start_mamba2_stream<false, Engine, Tokens>");
   constexpr int U = config::read_unit, W = Policy::window, I = lanes_t::rows;
   const int32_t N = s.state_dim, P = s.head_dim, end = rows.first + rows.count, L = plan.length, F = plan.folded;
   const int32_t T = Tokens == 1 ? 1 : (plan.tokens < Tokens ? plan.tokens : Tokens);  // the planner skips more
