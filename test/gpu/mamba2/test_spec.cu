@@ -11,19 +11,41 @@ using namespace replayssm_test;
 
 namespace {
 
+/// A CPU and a GPU copy of `slots` slots under `Policy`, the case's first `c.num_slots` drawn
+/// at random and the same in both, and the case's inputs (for up to `tokens` per request).
+template <class Policy, class Act>
+struct twin_states {
+  std::mt19937_64 rng;
+  mamba2_inputs_host<Act> in;
+  mamba2_host_state<Policy, Act> cpu, gpu;
+  twin_states(const mamba2_case& c, int tokens, int slots, int drafts)
+      : rng(c.seed), in(c, rng, tokens), cpu(c.shape, slots, drafts), gpu(c.shape, slots, drafts) {
+    for (int slot = 0; slot < c.num_slots; ++slot) {
+      const auto init = mamba2_harness::random_state(c.shape, rng);
+      cpu.set_state(slot, init);
+      gpu.set_state(slot, init);
+    }
+  }
+};
+
+/// Requires every stepped request's drafts' outputs (rows of `tokens` * `ys` per request)
+/// on the GPU within the activation's tolerance of the CPU's.
+template <class Act>
+void require_round_outputs_agree(const std::vector<Act>& cpu, const std::vector<Act>& gpu, const round_plan& plan,
+                                 int tokens, size_t ys) {
+  for (size_t b = 0; b < plan.drafts.size(); ++b)
+    require_outputs_agree(cpu.data() + b * tokens * ys, gpu.data() + b * tokens * ys, size_t(plan.drafts[b]) * ys);
+}
+
 /// Rounds of verify + commit on the CPU and on the GPU from the same state and inputs:
 /// checkpoints and cursors must be the same bytes, outputs agree within the activation's
 /// tolerance (the warp steps sum in their own order).
 template <class Policy, class Act>
 void require_spec_bit_identical(const mamba2_case& c, int tokens, int rounds) {
-  std::mt19937_64 rng(c.seed);
-  mamba2_inputs_host<Act> in(c, rng, tokens);
-  mamba2_host_state<Policy, Act> cpu_state(c.shape, c.num_slots, tokens), gpu_state(c.shape, c.num_slots, tokens);
-  for (int slot = 0; slot < c.num_slots; ++slot) {
-    const auto init = mamba2_harness::random_state(c.shape, rng);
-    cpu_state.set_state(slot, init);
-    gpu_state.set_state(slot, init);
-  }
+  twin_states<Policy, Act> twins(c, tokens, c.num_slots, tokens);
+  auto& rng = twins.rng;
+  auto& in = twins.in;
+  auto &cpu_state = twins.cpu, &gpu_state = twins.gpu;
   const std::vector<int32_t> slots = request_slots(c);
   const size_t ys = mamba2_harness::outputs(c.shape);
   std::vector<Act> y_cpu(size_t(c.batch) * tokens * ys), y_gpu(y_cpu.size());
@@ -45,9 +67,7 @@ void require_spec_bit_identical(const mamba2_case& c, int tokens, int rounds) {
     REQUIRE(runners.verify(p, gpu_state).ok());
     REQUIRE(runners.commit(p, gpu_state).ok());
     INFO("round " << round);
-    for (int b = 0; b < c.batch; ++b)
-      require_outputs_agree(y_cpu.data() + b * tokens * ys, y_gpu.data() + b * tokens * ys,
-                            size_t(plan.drafts[size_t(b)]) * ys);
+    require_round_outputs_agree(y_cpu, y_gpu, plan, tokens, ys);
     REQUIRE(cpu_state.checkpoint_values(1) == gpu_state.checkpoint_values(1));
     REQUIRE(std::memcmp(cpu_state.cursors.data(), gpu_state.cursors.data(),
                         cpu_state.cursors.size() * sizeof(replay_cursor)) == 0);
@@ -60,49 +80,34 @@ void require_spec_bit_identical(const mamba2_case& c, int tokens, int rounds) {
 /// the activation's tolerance.
 template <class Format, class Act>
 void require_snapshot_bit_identical(const mamba2_case& c, int tokens, int rounds) {
-  using state_t = mamba2_host_state<writeback_policy<Format>, Act>;
-  std::mt19937_64 rng(c.seed);
-  mamba2_inputs_host<Act> in(c, rng, tokens);
   const int slots_total = c.num_slots + c.batch * tokens;
-  state_t cpu_state(c.shape, slots_total), gpu_state(c.shape, slots_total);
-  for (int slot = 0; slot < c.num_slots; ++slot) {
-    const auto init = mamba2_harness::random_state(c.shape, rng);
-    cpu_state.set_state(slot, init);
-    gpu_state.set_state(slot, init);
-  }
-  std::vector<int32_t> cpu_slots = request_slots(c), gpu_slots = cpu_slots, cpu_snapshots, gpu_snapshots;
+  twin_states<writeback_policy<Format>, Act> twins(c, tokens, slots_total, 0);
+  auto &cpu_state = twins.cpu, &gpu_state = twins.gpu;
+  std::vector<int32_t> cpu_slots = request_slots(c), cpu_snapshots;
   for (int i = 0; i < c.batch * tokens; ++i) cpu_snapshots.push_back(c.num_slots + i);
-  gpu_snapshots = cpu_snapshots;
+  std::vector<int32_t> gpu_slots = cpu_slots, gpu_snapshots = cpu_snapshots;
   const size_t ys = mamba2_harness::outputs(c.shape);
   std::vector<Act> y_cpu(size_t(c.batch) * tokens * ys), y_gpu(y_cpu.size());
   for (int round = 0; round < rounds; ++round) {
-    in.draw(rng);
-    const round_plan plan(c.batch, tokens, round, rng);
+    twins.in.draw(twins.rng);
+    const round_plan plan(c.batch, tokens, round, twins.rng);
     mamba2_params<Act> p;
-    in.bind(p, c);
+    twins.in.bind(p, c);
     plan.apply(p);
-    auto run = [&](state_t& st, std::vector<int32_t>& slots, std::vector<int32_t>& snapshots, std::vector<Act>& y,
-                   auto verify, auto commit) {
-      p.slot_indices = slots.data();
-      p.snapshot_slots = snapshots.data();
-      st.bind(p, true);
-      p.y = y.data();
-      REQUIRE(verify(p, st).ok());
-      REQUIRE(commit(p, st).ok());
-    };
-    run(
-        cpu_state, cpu_slots, cpu_snapshots, y_cpu, [](const auto& hp, auto&) { return cpu::snapshot_verify_step<Format>(hp); },
-        [&](const auto& hp, auto&) { return cpu::snapshot_commit(hp, cpu_slots.data(), cpu_snapshots.data()); });
-    run(
-        gpu_state, gpu_slots, gpu_snapshots, y_gpu,
-        [](const auto& hp, auto& st) {
-          return device_run(hp, st, [](const auto& dp) { return cuda::snapshot_verify_step<Format>(dp); });
-        },
-        [&](const auto& hp, auto&) { return cpu::snapshot_commit(hp, gpu_slots.data(), gpu_snapshots.data()); });
+    p.slot_indices = cpu_slots.data();
+    p.snapshot_slots = cpu_snapshots.data();
+    cpu_state.bind(p, true);
+    p.y = y_cpu.data();
+    REQUIRE(cpu::snapshot_verify_step<Format>(p).ok());
+    REQUIRE(cpu::snapshot_commit(p, cpu_slots.data(), cpu_snapshots.data()).ok());
+    p.slot_indices = gpu_slots.data();
+    p.snapshot_slots = gpu_snapshots.data();
+    gpu_state.bind(p, true);
+    p.y = y_gpu.data();
+    REQUIRE(device_run(p, gpu_state, [](const auto& dp) { return cuda::snapshot_verify_step<Format>(dp); }).ok());
+    REQUIRE(cpu::snapshot_commit(p, gpu_slots.data(), gpu_snapshots.data()).ok());  // host slot tables
     INFO("round " << round);
-    for (int b = 0; b < c.batch; ++b)
-      require_outputs_agree(y_cpu.data() + b * tokens * ys, y_gpu.data() + b * tokens * ys,
-                            size_t(plan.drafts[size_t(b)]) * ys);
+    require_round_outputs_agree(y_cpu, y_gpu, plan, tokens, ys);
     REQUIRE(cpu_slots == gpu_slots);
     for (int slot = 0; slot < slots_total; ++slot)
       REQUIRE(cpu_state.checkpoint_values(slot) == gpu_state.checkpoint_values(slot));
