@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cuda.cuh
 /// The ready-made CUDA kernels of the Gated DeltaNet steps (decode, speculative verify and the
-/// snapshot baseline) and their launchers. A replay decode step reads and flushes on the warp
-/// steps (gated_deltanet/warp_step.cuh: one warp per value head, the state streamed; flushes
-/// that write a read copy or recompute u on the head step); write-back, verify and snapshot
-/// steps and the shapes the warp steps do not cover run the head step of the CPU path, one
-/// block per (request, value head). Commits and device
+/// snapshot baseline) and their launchers. Decode steps run on the warp steps
+/// (gated_deltanet/warp_step.cuh: one warp per value head, the state streamed): a replay
+/// step's read and flush (flushes that recompute u or fold windows over 16 on the head step),
+/// and the write-back step; verify and snapshot steps and the shapes the warp steps do not
+/// cover run the head step of the CPU path, one block per (request, value head). Commits and device
 /// error flags are shared by every recurrence (runtime/cuda_launch.cuh).
 #pragma once
 
@@ -50,9 +50,9 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 
 /// The read (`Flush` false) or flush warp kernel: each warp steps one value head of one
 /// request planned so (gated_deltanet/warp_step.cuh); a block holds `blockDim.x / 32` value
-/// heads of a request.
+/// heads of a request. A write-back step is the flush of a window of one.
 template <class Policy, class Act, warp::copy_engine Engine, bool Flush>
-__global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush>)
+__global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush && !Policy::is_writeback>)
     gdn_warp_kernel(const gdn_params<Act> p, uint32_t warp_bytes) {
   extern __shared__ float4 warp_storage[];
   const int32_t b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -64,7 +64,9 @@ __global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush>)
   // The stream starts before the cursor is read: its latency hides behind the state's.
   auto stream = warp::start_gdn_stream<Flush, Engine>(v.state, shape, smem, lane);
   const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
-  if constexpr (Flush)
+  if constexpr (Flush && warp::gdn_warp_flush_path<Policy> == warp::gdn_flush_path::whole_rows)
+    warp::gdn_warp_row_flush(stream, v.in, v.state, shape, plan, smem, lane);
+  else if constexpr (Flush)
     warp::gdn_warp_flush(stream, v.in, v.state, shape, plan, smem, lane);
   else
     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);
@@ -100,32 +102,52 @@ status launch_gdn_warp_step(const gdn_params<Act>& p, const device_limits& d, cu
   return {};
 }
 
-/// A replay decode step on the warp steps with the copy engine `Engine` (validated and
-/// planned params): the read launch, then the flush launch, on the warp flush step where the
-/// policy and the shape allow (`gdn_warp_flushes`, `gdn_flush_config`), else on the head step.
+/// A decode step on the warp steps with the copy engine `Engine` (validated and planned
+/// params): a write-back step's one flush launch, or a replay step's read launch, then its
+/// flush launch, on the warp flush step where the policy and the shape allow
+/// (`gdn_warp_flush_path`), else on the head step.
 template <class Policy, warp::copy_engine Engine, int Threads, class Act>
 status gdn_warp_decode_step(const gdn_params<Act>& p, const device_limits& d, size_t smem, cudaStream_t stream) {
-  if (status s = launch_gdn_warp_step<Policy, Engine, false>(p, d, stream); !s) return s;
-  if constexpr (warp::gdn_warp_flushes<Policy>)
+  using warp::gdn_flush_path;
+  constexpr gdn_flush_path path = warp::gdn_warp_flush_path<Policy>;
+  if constexpr (!Policy::is_writeback)
+    if (status s = launch_gdn_warp_step<Policy, Engine, false>(p, d, stream); !s) return s;
+  if constexpr (path == gdn_flush_path::column_passes) {
     if (warp::gdn_flush_config<Policy>::supported(p.shape()))
       return launch_gdn_warp_step<Policy, Engine, true>(p, d, stream);
+  } else if constexpr (path == gdn_flush_path::whole_rows) {
+    if (warp::gdn_row_config<typename Policy::checkpoint_format>::supported(p.shape()))
+      return launch_gdn_warp_step<Policy, warp::copy_engine::lanes, true>(p, d, stream);
+  }
   return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, step_kind::decode, true>, p, smem, Threads, stream,
                             "gated_deltanet");
 }
 
 /// Whether the warp steps of `p` can stream with the bulk copy engine on this device: the read
-/// step its read copy (or shared checkpoint), the warp flush the checkpoint.
+/// step its read copy (or shared checkpoint), a flush on the column passes the checkpoint.
+/// (Flushes on whole rows gather with the lanes.)
 template <class Policy, class Act>
 bool gdn_bulk_copies_fit(const gdn_params<Act>& p, const device_limits& d) {
   using read_stream = typename warp::gdn_warp_config<Policy>::template stream<warp::copy_engine::bulk>;
   using flush_stream = typename warp::gdn_flush_config<Policy>::template stream<warp::copy_engine::bulk>;
   const int64_t elements = int64_t(p.value_dim) * p.key_dim;
-  const bool checkpoint_ok = flush_stream::bulk_ok(elements, p.checkpoint, p.checkpoint_scales);
+  const bool checkpoint_ok = warp::gdn_warp_flush_path<Policy> != warp::gdn_flush_path::column_passes ||
+                             flush_stream::bulk_ok(elements, p.checkpoint, p.checkpoint_scales);
   if constexpr (Policy::shared_state)
-    return d.major >= 9 && checkpoint_ok;
+    return d.major >= 9 && read_stream::bulk_ok(elements, p.checkpoint, p.checkpoint_scales) && checkpoint_ok;
   else
-    return d.major >= 9 && read_stream::bulk_ok(elements, p.read_copy, p.read_copy_scales) &&
-           (checkpoint_ok || !warp::gdn_warp_flushes<Policy>);
+    return d.major >= 9 && read_stream::bulk_ok(elements, p.read_copy, p.read_copy_scales) && checkpoint_ok;
+}
+
+/// Whether the decode steps of `p` run on the warp steps: a write-back step where its flush
+/// does, a replay step where its read step does.
+template <class Policy>
+bool gdn_warp_decodes(gdn_layer_shape s) {
+  if constexpr (Policy::is_writeback)
+    return warp::gdn_warp_flush_path<Policy> == warp::gdn_flush_path::whole_rows &&
+           warp::gdn_row_config<typename Policy::checkpoint_format>::supported(s);
+  else
+    return warp::gdn_warp_config<Policy>::supported(s);
 }
 
 /// A decode or verify step for every request of `p` (device memory): the plans, then the
@@ -136,8 +158,8 @@ status gdn_tokens_step(const gdn_params<Act>& p, cudaStream_t stream, const warp
   if (status s = validate_gdn<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
   if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
   const size_t smem = gdn_scratch_layout::make(p.shape(), Policy::window, p.tokens).bytes();
-  if constexpr (Kind == step_kind::decode && !Policy::is_writeback) {
-    if (p.batch > 0 && warp::gdn_warp_config<Policy>::supported(p.shape())) {
+  if constexpr (Kind == step_kind::decode) {
+    if (p.batch > 0 && gdn_warp_decodes<Policy>(p.shape())) {
       device_limits d;
       if (status s = query_device(d); !s) return s;
       const bool bulk = engine != nullptr ? *engine == warp::copy_engine::bulk : gdn_bulk_copies_fit<Policy>(p, d);

@@ -176,11 +176,16 @@ struct gdn_row_part {
   /// The first column of the lane's i-th block.
   REPLAYSSM_HOST_DEVICE static int32_t column(int i, int lane) { return (lane + Lanes * i) * gdn_column_block; }
 
-  /// Loads the lane's blocks of row `row` of a head's state view (zeros past K).
-  template <class Format>
-  REPLAYSSM_HOST_DEVICE void load(const state_head_view<Format>& view, int32_t row, int32_t rows, int32_t K, int lane) {
-    constexpr int Kc = Format::chunk_elems;
+  /// Loads the lane's blocks of row `row` of a head's state view (zeros past K); any view
+  /// with `chunk_elems` and `load(chunk, values)` over chunks in `gdn_state_chunk` order.
+  template <class View>
+  REPLAYSSM_HOST_DEVICE void load(const View& view, int32_t row, int32_t rows, int32_t K, int lane) {
+    constexpr int Kc = View::chunk_elems;
+    // Unrolled, so that `v` stays in registers (a 16-bit row part of a warp step went to
+    // local memory).
+    REPLAYSSM_UNROLL
     for (int i = 0; i < blocks; ++i) {
+      REPLAYSSM_UNROLL
       for (int q = 0; q < gdn_column_block / Kc; ++q) {
         float chunk[Kc] = {};
         const int32_t c = column(i, lane) + q * Kc;
@@ -195,7 +200,9 @@ struct gdn_row_part {
   REPLAYSSM_HOST_DEVICE void store(const state_head_view<Format>& view, int32_t row, int32_t rows, int32_t K, int lane,
                                    const random_stream_key& key) const {
     constexpr int Kc = Format::chunk_elems;
+    REPLAYSSM_UNROLL
     for (int i = 0; i < blocks; ++i) {
+      REPLAYSSM_UNROLL
       for (int q = 0; q < gdn_column_block / Kc; ++q) {
         const int32_t c = column(i, lane) + q * Kc;
         if (c >= K) continue;
@@ -321,9 +328,50 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_coefficients(const Exec& ex, gdn_layer_shap
   ex.sync();
 }
 
+namespace detail {
+
+/// The flush of state row `p`, loaded into `s` from the checkpoint, by one of its lanes: folds
+/// the flushed entries in order (the window's stored u in closed form, recomputed u entry by
+/// entry, a decode step's token as conventional decoding folds it, writing its output), then
+/// stores the checkpoint and the read copy. `s` keeps the new state, unrounded. The staged
+/// entries (`stage_gdn_entries`) and fold coefficients (`stage_gdn_coefficients`) in `scratch`.
+template <class Policy, class Act, class Exec, int Lanes>
+REPLAYSSM_HOST_DEVICE void flush_row(const Exec& ex, gdn_row_part<Lanes>& s, const gdn_head_inputs<Act>& in,
+                                     const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape,
+                                     const step_plan& plan, const gdn_scratch_layout& l, const float* scratch,
+                                     int32_t p, int lane, const random_stream_key& key) {
+  const int32_t V = shape.value_dim, K = shape.key_dim, L = plan.length, F = plan.folded;
+  const float* keys = scratch + l.keys;
+  // Stored u folds in closed form; recomputed u (tokens, raw_inputs) entry by entry.
+  if constexpr (!keeps_raw_inputs<Policy>) {
+    if (L > 0) s.scale(scratch[l.fold_coef + L]);
+    for (int32_t j = 0; j < L; ++j)
+      s.add_outer(weighted_value(scratch[l.fold_coef + j], scratch[l.window_u + j * V + p]), keys + j * K, K, lane);
+  }
+  for (int32_t j = keeps_raw_inputs<Policy> ? 0 : L; j < F; ++j) {
+    const bool token = j >= L;
+    float v = 0.0f;
+    if (token)
+      v = to_float(in.v.at(j - L)[p]);
+    else if constexpr (keeps_raw_inputs<Policy>)
+      v = to_float(st.window_v[plan.ring_slot(j) * st.window_v_stride + p]);
+    fold_row(ex, s, keys + j * K, K, lane, scratch[l.decay + j], scratch[l.beta + j], v);
+    if (token) {
+      const float o = row_dot(ex, s, scratch + l.queries + (j - L) * K, K, lane);
+      if (lane == 0) in.o.at(j - L)[p] = from_float<Act>(o);  // every lane holds it; one writes
+    }
+  }
+  s.template store<typename Policy::rounding>(st.checkpoint, p, V, K, lane, key);
+  // A separate read copy rounds to nearest: its error is never fed back (see mamba2).
+  if constexpr (!Policy::shared_state) s.template store<round_nearest_even>(st.read_copy, p, V, K, lane, key);
+}
+
+}  // namespace detail
+
 /// The row pass: every state row folds the flushed entries (writing the checkpoint and read
-/// copy), then forms u and the output of every open token from the state and the window's
-/// u. Writes the outputs and the open tokens' u to the window. Ends without a barrier.
+/// copy; `detail::flush_row`), then forms u and the output of every open token from the
+/// state and the window's u. Writes the outputs and the open tokens' u to the window. Ends
+/// without a barrier.
 template <step_kind Kind, class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& in,
                                     const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape, const step_plan& plan,
@@ -340,28 +388,7 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
     const bool writer = lane == 0;  // every lane holds the row's sums; one writes them
     if (plan.writes_checkpoint) {
       s.load(st.checkpoint_source.data != nullptr ? st.checkpoint_source : st.checkpoint, p, V, K, lane);
-      // Stored u folds in closed form; recomputed u (tokens, raw_inputs) entry by entry.
-      if constexpr (!keeps_raw_inputs<Policy>) {
-        if (L > 0) s.scale(scratch[l.fold_coef + L]);
-        for (int32_t j = 0; j < L; ++j)
-          s.add_outer(weighted_value(scratch[l.fold_coef + j], scratch[l.window_u + j * V + p]), keys + j * K, K, lane);
-      }
-      for (int32_t j = keeps_raw_inputs<Policy> ? 0 : L; j < F; ++j) {
-        const bool token = j >= L;
-        float v = 0.0f;
-        if (token)
-          v = to_float(in.v.at(j - L)[p]);
-        else if constexpr (keeps_raw_inputs<Policy>)
-          v = to_float(st.window_v[plan.ring_slot(j) * st.window_v_stride + p]);
-        detail::fold_row(ex, s, keys + j * K, K, lane, scratch[l.decay + j], scratch[l.beta + j], v);
-        if (token) {
-          const float o = detail::row_dot(ex, s, queries + (j - L) * K, K, lane);
-          if (writer) in.o.at(j - L)[p] = from_float<Act>(o);
-        }
-      }
-      s.template store<typename Policy::rounding>(st.checkpoint, p, V, K, lane, key);
-      // A separate read copy rounds to nearest: its error is never fed back (see mamba2).
-      if constexpr (!Policy::shared_state) s.template store<round_nearest_even>(st.read_copy, p, V, K, lane, key);
+      detail::flush_row(ex, s, in, st, shape, plan, l, scratch, p, lane, key);
     } else {
       if constexpr (Policy::shared_state)
         s.load(st.checkpoint, p, V, K, lane);

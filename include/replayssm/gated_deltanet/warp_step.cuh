@@ -1,32 +1,35 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file warp_step.cuh
-/// A Gated DeltaNet read step of one value head run by one warp, on the streaming structure
-/// of the Mamba-2 warp steps (docs/kernels.md): the head's read copy streams through the
-/// warp's ring (warp/state_stream.cuh), started before any other load; meanwhile the
-/// window's u rows are prefetched into L2, the token's q and k are normalized and the
-/// window's coefficients formed; the one pass over the stream queries the state with both
-/// k_t (for the corrected value u_t) and q_t (for the output); the window's terms come after
-/// it. No block barrier: every warp is independent.
+/// The Gated DeltaNet decode steps of one value head run by one warp, on the streaming
+/// structure of the Mamba-2 warp steps (docs/kernels.md): the head's state streams through the
+/// warp's ring (warp/state_stream.cuh), started before any other load. No block barrier:
+/// every warp is independent.
 ///
-/// Each lane owns V / 32 rows of the head (rows lane, lane + 32, ...): the state's chunk
-/// order (`gdn_state_chunk`: a unit of columns of every row, then the next unit) puts the
-/// lanes' rows side by side in every stage, so a lane's dot products need no shuffle. They
-/// follow the four-chain order of the head step's `partial_dot`, and the window terms its
-/// order too, so that u_t, which a later flush folds into the checkpoint, has the CPU's bits.
-///
-/// A flush (the token fills the window) streams the checkpoint twice (`gdn_warp_flush`): the
-/// token's u needs its whole row's dot product with k_t after the window is folded.
+/// - A read step (`gdn_warp_read`) streams its read copy once while the window's u rows are
+///   prefetched into L2, the token's q and k normalized and the window's coefficients formed;
+///   the one pass queries the state with both k_t (for the corrected value u_t) and q_t (for
+///   the output); the window's terms come after it. Each lane owns V / 32 rows of the head
+///   (rows lane, lane + 32, ...): the state's chunk order (`gdn_state_chunk`: a unit of
+///   columns of every row, then the next unit) puts the lanes' rows side by side in every
+///   stage, so a lane's dot products need no shuffle. They follow the four-chain order of the
+///   head step's `partial_dot`, and the window terms its order too, so that u_t, which a
+///   later flush folds into the checkpoint, has the CPU's bits.
+/// - A flush (the token fills the window; a write-back step is the flush of a window of one)
+///   needs whole rows: the token's u is a dot product over its row after the window is
+///   folded. Two ways (`gdn_warp_flush_path`): the checkpoint streamed twice in the read
+///   step's column stages (`gdn_warp_flush`: stored u, `corrected_values`), or once in
+///   stages of whole rows, four lanes per row running the head step's own row code
+///   (`gdn_warp_row_flush`: write-back, `raw_inputs`).
 ///
 /// In an engine's kernel, per warp, with `gdn_warp_layout<Policy, Flush>::make(shape).bytes`
 /// of shared memory (128-byte aligned) and the views of `gdn_head_views`:
 ///
 ///     auto stream = warp::start_gdn_stream<Flush, Engine>(v.state, shape, smem, lane);
 ///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);  // after the stream starts
-///     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);  // or _flush
+///     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);  // or a flush
 ///     if (lane == 0) *v.state.cursor = next_cursor(plan, step_kind::decode);
 ///
-/// Flushes that recompute u (`raw_inputs`) or fold windows over 16 (`gdn_warp_flushes`) run
-/// the head step instead.
+/// Flushes of windows over 16 run the head step instead.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -77,21 +80,61 @@ struct gdn_warp_config {
 template <class Policy>
 using gdn_flush_config = gdn_warp_config<Policy, typename Policy::checkpoint_format>;
 
-/// Whether the flushes of `Policy` run on the warp flush step: stored u (`corrected_values`;
-/// the `raw_inputs` mode recomputes u from each row as it folds, which needs whole rows), a
-/// window of at most 16 (a lane holds the window's u of its four rows in registers), and a
-/// separate read copy, if any, whose chunks lie within the checkpoint's stages (the flush
-/// writes it from them). Other flushes run the head step.
+/// Stages of a flush of whole rows (`gdn_warp_row_flush`): eight whole rows of the head per stage, gathered
+/// from the state's chunk order as one piece per unit of columns (the rows of a unit lie side
+/// by side). Lane l works on row l % 8 with the column blocks of chain l / 8 (`gdn_row_part<4>`),
+/// so that a quarter warp reads one unit of the eight rows, consecutive bytes of the stage.
+/// The ring holds 8 KB of stored data (2 stages in FP32, 4 in 16 bits; two rows per lane in
+/// a 16-bit stage of 4 KB went to local memory), at most 8 stages.
+template <class Format>
+struct gdn_row_config {
+  using format = Format;
+  static constexpr int value_dim = 128, key_dim = 128;
+  static constexpr int units = key_dim / format::chunk_elems;  ///< pieces of a stage
+  static constexpr int stage_rows = 32 / replayssm::detail::gdn_dot_chains;
+  static constexpr int stage_bytes = stage_rows * units * format::data_bytes_per_chunk;
+  static constexpr int stages = 8192 / stage_bytes < 8 ? 8192 / stage_bytes : 8;
+  /// The lanes gather the pieces, whatever the engine (`state_stream`).
+  template <copy_engine>
+  using stream = state_stream<format, stage_rows * key_dim, stages, copy_engine::lanes, units>;
+
+  /// Whether a layer of this shape flushes on whole rows.
+  __host__ __device__ static constexpr bool supported(gdn_layer_shape s) {
+    return s.value_dim == value_dim && s.key_dim == key_dim;
+  }
+};
+
+/// How the flushes of `Policy` (a write-back step's included) run.
+enum class gdn_flush_path {
+  head_step,      ///< one block per value head: windows over 16 (the scratch would leave too few warps per SM)
+  column_passes,  ///< `gdn_warp_flush`: the checkpoint streamed twice in column stages
+  whole_rows,     ///< `gdn_warp_row_flush`: the checkpoint streamed once in whole rows
+};
+
+/// Stored u (`corrected_values`) folds on the column passes, where a lane holds the window's
+/// u of its four rows in registers and its keys' columns serve four rows (on the H200 at
+/// batch 256, 539 us a flush against 735 us on whole rows, whose lanes load every entry's key
+/// columns per row); the checkpoint's stages must hold whole chunks of a separate read copy
+/// (written from them). Recomputed u (`raw_inputs`) and the write-back step need each row
+/// whole as they fold: whole rows (1020 us against the head step's 1252 for `raw_inputs`).
 template <class Policy>
-inline constexpr bool gdn_warp_flushes =
-    !keeps_raw_inputs<Policy> && Policy::window > 1 && Policy::window <= 16 &&
-    gdn_flush_config<Policy>::stage_columns % Policy::read_format::chunk_elems == 0;
+inline constexpr gdn_flush_path gdn_warp_flush_path =
+    Policy::window > 16 ? gdn_flush_path::head_step
+    : !keeps_raw_inputs<Policy> && !Policy::is_writeback &&
+            gdn_flush_config<Policy>::stage_columns % Policy::read_format::chunk_elems == 0
+        ? gdn_flush_path::column_passes
+        : gdn_flush_path::whole_rows;
+
+/// Whether the flushes of `Policy` run on a warp step (either path).
+template <class Policy>
+inline constexpr bool gdn_warp_flushes = gdn_warp_flush_path<Policy> != gdn_flush_path::head_step;
 
 /// One warp's shared memory for a read (`Flush` false) or flush step (bytes, 16-byte aligned
 /// regions): the stream's ring, the normalized keys (a read step's token; a flush's window
 /// entries and token) and query, then per-entry floats. (A read step's window u rows, 8 KB
 /// at W = 16, stay in memory: staged here they allowed 10 warps per SM instead of 16.)
-template <class Policy, bool Flush = false>
+template <class Policy, bool Flush = false,
+          bool Rows = Flush&& gdn_warp_flush_path<Policy> == gdn_flush_path::whole_rows>
 struct gdn_warp_layout {
   static constexpr int window = Policy::window;
   using config = std::conditional_t<Flush, gdn_flush_config<Policy>, gdn_warp_config<Policy>>;
@@ -118,16 +161,35 @@ struct gdn_warp_layout {
   }
 };
 
+/// A flush's shared memory on whole rows: the ring, then the head step's scratch for one
+/// token (`gdn_scratch_layout`), 16-byte aligned.
+template <class Policy>
+struct gdn_warp_layout<Policy, true, true> {
+  using config = gdn_row_config<typename Policy::checkpoint_format>;
+  static constexpr uint32_t stream_bytes =
+      (sizeof(typename config::template stream<copy_engine::lanes>::TempStorage) + 15u) / 16u * 16u;
+  uint32_t scratch, bytes;
+
+  __host__ __device__ static gdn_warp_layout make(gdn_layer_shape s) {
+    const auto scratch = gdn_scratch_layout::make(s, Policy::window, 1);
+    return {stream_bytes, uint32_t((stream_bytes + scratch.bytes() + 127u) / 128u * 128u)};
+  }
+};
+
 /// The stream a read step of a head consumes (its read copy, or the checkpoint in shared
-/// mode), or a flush (`Flush`: the checkpoint, twice over), started at once: call it before
-/// any other load of the step.
+/// mode), or a flush (`Flush`: the checkpoint, twice over in columns or once in whole rows),
+/// started at once: call it before any other load of the step.
 template <bool Flush, copy_engine Engine, class Policy, class Act>
 __device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, uint8_t* smem, int lane) {
   static_assert(!Flush || gdn_warp_flushes<Policy>, "start_gdn_stream: this policy's flushes run the head step");
   using stream_t = typename gdn_warp_layout<Policy, Flush>::config::template stream<Engine>;
   auto& storage = *reinterpret_cast<typename stream_t::TempStorage*>(smem);
   const int32_t elements = s.value_dim * s.key_dim;
-  if constexpr (Flush)
+  if constexpr (Flush && gdn_warp_flush_path<Policy> == gdn_flush_path::whole_rows) {
+    // Piece u of a stage: unit u of its rows; a unit of every row is V chunks.
+    const int32_t unit_elements = s.value_dim * stream_t::chunk_elems;
+    return stream_t(storage, st.checkpoint, 0, unit_elements, lane, 1, unit_elements);
+  } else if constexpr (Flush)
     return stream_t(storage, st.checkpoint, 0, elements, lane, 2);
   else if constexpr (Policy::shared_state)
     return stream_t(storage, st.checkpoint, 0, elements, lane);
@@ -195,6 +257,30 @@ __device__ void store_read_chunks(const state_head_view<typename Policy::read_fo
       read_copy.template store<round_nearest_even>((column0 + c) / Kr * V + lane + 32 * i, chunk, key);
     }
 }
+
+/// The four lanes of a state row in a flush (`gdn_row_config`): lanes l, l + 8,
+/// l + 16 and l + 24, chains 0 to 3; their dot products meet as the block executor's
+/// `row_sum` pairs them, (0 + 1) + (2 + 3), so that `fold_row` and `row_dot` give the CPU's
+/// bits.
+struct warp_row_lanes {
+  static constexpr int row_lanes = replayssm::detail::gdn_dot_chains;
+  __device__ float row_sum(float x) const {
+    x += __shfl_xor_sync(0xffffffffu, x, 8);
+    return x + __shfl_xor_sync(0xffffffffu, x, 16);
+  }
+};
+
+/// A stage of whole rows in shared memory as a view for `gdn_row_part::load`: chunk
+/// `gdn_state_chunk(row, unit, stage_rows)` of the stage's rows.
+template <class Format>
+struct staged_rows {
+  static constexpr int chunk_elems = Format::chunk_elems;
+  const uint8_t* data;
+  const uint8_t* scales;
+  __device__ void load(int32_t chunk, float (&out)[chunk_elems]) const {
+    Format::decode(data + chunk * Format::data_bytes_per_chunk, scales + chunk * Format::scale_bytes_per_chunk, out);
+  }
+};
 
 /// The L2 normalization of the token's K-vector `in` into shared `out` (scaled by `scale`),
 /// with the bits of `l2_normalize` (its pieces): lane c < K / 16 sums chunk c, every lane adds
@@ -371,8 +457,8 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
   }
 }
 
-/// A flush of one value head by one warp (`gdn_warp_flushes<Policy>`; the token fills the
-/// window), from `stream` (`start_gdn_stream<true>`: the checkpoint twice over; `smem` the
+/// A flush of one value head by one warp on the column passes (`gdn_warp_flush_path`; the
+/// token fills the window), from `stream` (`start_gdn_stream<true>`: the checkpoint twice over; `smem` the
 /// warp's `gdn_warp_layout<Policy, true>` bytes): the window's entries and the token folded
 /// into the checkpoint, the output from the new state. The token's u needs the dot product
 /// of its whole row with k_t once the window is folded, and a lane sees a few columns of
@@ -385,7 +471,8 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
 template <class Stream, class Policy, class Act>
 __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
                                gdn_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
-  static_assert(gdn_warp_flushes<Policy>, "gdn_warp_flush: this policy's flushes run the head step");
+  static_assert(gdn_warp_flush_path<Policy> == gdn_flush_path::column_passes,
+                "gdn_warp_flush: this policy's flushes take another path");
   using config = gdn_flush_config<Policy>;
   using format = typename config::format;
   constexpr int R = config::rows_per_lane, UPS = config::units_per_stage, Kc = format::chunk_elems;
@@ -505,6 +592,75 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
   stream.for_each_stage(load, fold);
 #pragma unroll
   for (int i = 0; i < R; ++i) in.o.at(0)[lane + 32 * i] = from_float<Act>(by_query.total(i, blocks));
+}
+
+/// A flush of one value head by one warp on whole rows (`gdn_warp_flush_path`: the token
+/// fills the window; a write-back step is the flush of a window of one), from `stream`
+/// (`start_gdn_stream<true>`: the checkpoint in whole rows; `smem` the warp's
+/// `gdn_warp_layout<Policy, true>` bytes). The window's entries and the token are staged in
+/// the head step's scratch layout (the window's keys and u by asynchronous copies, the
+/// token's q and k normalized with the bits of `l2_normalize`), then each row of each stage
+/// runs `detail::flush_row`, the head step's own code: the checkpoint (and read copy) and the
+/// token's output have the CPU's bits. The cursor is the caller's to advance.
+template <class Stream, class Policy, class Act>
+__device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& in,
+                                   const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, const step_plan& plan,
+                                   uint8_t* smem, int lane) {
+  static_assert(gdn_warp_flush_path<Policy> == gdn_flush_path::whole_rows,
+                "gdn_warp_row_flush: this policy's flushes take another path");
+  using config = gdn_row_config<typename Policy::checkpoint_format>;
+  // The shape as constants (`gdn_row_config::supported`): the row part's column checks
+  // against K fold away.
+  gdn_layer_shape shape = s;
+  shape.key_dim = config::key_dim, shape.value_dim = config::value_dim;
+  constexpr int32_t K = config::key_dim, V = config::value_dim;
+  const int32_t L = plan.length;  // the window's entries; the token is entry L
+  const auto l = gdn_scratch_layout::make(shape, Policy::window, 1);
+  // 16-byte aligned, as are the layout's regions: a lane's 16 columns of a key load as vectors.
+  auto* scratch =
+      static_cast<float*>(__builtin_assume_aligned(smem + gdn_warp_layout<Policy, true, true>::stream_bytes, 16));
+
+  // The window's keys and u on their way while the token's inputs are read.
+  for (int32_t j = 0; j < L; ++j) {
+    const int32_t slot = plan.ring_slot(j);
+    lanes_copy(scratch + l.keys + j * K, st.window_k + slot * st.window_k_stride, uint32_t(K) * 4, lane);
+    lanes_copy(scratch + l.window_u + j * V, st.window_u + slot * st.window_u_stride, uint32_t(V) * 4, lane);
+  }
+  lanes_commit();
+  detail::warp_l2_normalize(in.k.at(0), K, scratch + l.keys + L * K, 1.0f, lane);
+  detail::warp_l2_normalize(in.q.at(0), K, scratch + l.queries, gated_deltanet::query_scale(K), lane);
+  for (int32_t j = lane; j <= L; j += 32) {
+    const bool token = j == L;
+    const int32_t slot = plan.ring_slot(j);
+    const float log_decay = token ? gated_deltanet::log_decay(to_float(in.a.at(0)[0]), in.A_log, in.dt_bias)
+                                  : st.window_g[slot * st.window_g_stride];
+    scratch[l.log_decay + j] = log_decay;
+    scratch[l.decay + j] = math::exp(log_decay);
+    if (token)
+      scratch[l.beta + j] = gated_deltanet::write_strength(to_float(in.b.at(0)[0]));
+    else if constexpr (keeps_raw_inputs<Policy>)
+      scratch[l.beta + j] = st.window_beta[slot * st.window_beta_stride];
+  }
+  lanes_wait<0>();
+  __syncwarp();
+  if (L > 0)  // the window's entries fold in closed form (`stage_gdn_coefficients`)
+    for (int32_t j = lane; j <= L; j += 32) scratch[l.fold_coef + j] = fold_decay(scratch + l.log_decay, j, L);
+  __syncwarp();
+
+  random_stream_key key = st.key;
+  key.flush_index = plan.flush_count;
+  const int chain = lane / config::stage_rows, row = lane % config::stage_rows;
+  // Each stage's rows are copied to registers and the stage released before the fold.
+  auto load = [&](int, const uint8_t* data, const uint8_t* scales, int32_t) {
+    replayssm::detail::gdn_row_part<replayssm::detail::gdn_dot_chains> part;
+    part.load(detail::staged_rows<typename config::format>{data, scales}, row, config::stage_rows, K, chain);
+    return part;
+  };
+  auto fold = [&](int stage, auto& part) {
+    replayssm::detail::flush_row(detail::warp_row_lanes{}, part, in, st, shape, plan, l, scratch,
+                                 stage * config::stage_rows + row, chain, key);
+  };
+  stream.for_each_stage(load, fold);
 }
 
 }  // namespace warp

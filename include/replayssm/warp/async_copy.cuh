@@ -123,6 +123,27 @@ __device__ __forceinline__ void lanes_copy(void* to, const void* from, uint32_t 
   for (uint32_t at = uint32_t(lane); at < bytes; at += 32) dst[at] = src[at];
 }
 
+/// Copies `pieces` runs of `Bytes` bytes, `stride` bytes apart from `from` in global memory,
+/// to consecutive runs from shared `to`, with the warp's lanes: 16-byte `cp.async` pieces
+/// when every run allows it (wait with `lanes_wait`), else `lanes_copy` run by run. Every
+/// lane calls it.
+template <uint32_t Bytes>
+__device__ __forceinline__ void lanes_gather(void* to, const void* from, int pieces, int64_t stride, int lane) {
+  auto* dst = static_cast<uint8_t*>(to);
+  const auto* src = static_cast<const uint8_t*>(from);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if (Bytes % 16 == 0 && aligned16(dst) && aligned16(src) && stride % 16 == 0) {
+    constexpr uint32_t per_piece = Bytes / 16;
+    for (uint32_t i = uint32_t(lane); i < uint32_t(pieces) * per_piece; i += 32)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(dst + i * 16)),
+                   "l"(src + int64_t(i / per_piece) * stride + i % per_piece * 16)
+                   : "memory");
+    return;
+  }
+#endif
+  for (int piece = 0; piece < pieces; ++piece) lanes_copy(dst + piece * Bytes, src + piece * stride, Bytes, lane);
+}
+
 /// Closes the lane's `cp.async` copies issued so far into one group.
 __device__ __forceinline__ void lanes_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

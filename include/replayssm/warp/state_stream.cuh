@@ -127,15 +127,26 @@ struct unit_lanes {
 };
 
 /// A warp's ring of `Stages` stages of `StageElems` elements of a head's state in `Format`.
-template <class Format, int StageElems, int Stages, copy_engine Engine>
+/// A stage is `Pieces` runs of consecutive elements (pieces), `piece_stride` elements apart
+/// in the head and side by side in the stage; stage i's pieces start i pieces' lengths
+/// after the first element. With one piece a stage is a run of the state; with more, a
+/// gather (whole rows of a state stored in chunks of columns of every row), copied by the
+/// lanes: as 128-byte bulk copies, a Gated DeltaNet write-back step took 332 us against 324
+/// at batch 256 (H200).
+template <class Format, int StageElems, int Stages, copy_engine Engine, int Pieces = 1>
 class state_stream {
  public:
   static constexpr int chunk_elems = Format::chunk_elems;
   static constexpr int stages = Stages;
-  static constexpr uint32_t stage_data_bytes = StageElems / chunk_elems * Format::data_bytes_per_chunk;
-  static constexpr uint32_t stage_scale_bytes = StageElems / chunk_elems * Format::scale_bytes_per_chunk;
-  static_assert(StageElems % chunk_elems == 0 && stage_data_bytes % 16 == 0 && stage_scale_bytes % 16 == 0,
-                "state_stream: a stage must hold whole chunks in 16-byte multiples of each plane");
+  static constexpr int piece_elems = StageElems / Pieces;
+  static constexpr uint32_t piece_data_bytes = piece_elems / chunk_elems * Format::data_bytes_per_chunk;
+  static constexpr uint32_t piece_scale_bytes = piece_elems / chunk_elems * Format::scale_bytes_per_chunk;
+  static constexpr uint32_t stage_data_bytes = Pieces * piece_data_bytes;
+  static constexpr uint32_t stage_scale_bytes = Pieces * piece_scale_bytes;
+  static_assert(StageElems % Pieces == 0 && piece_elems % chunk_elems == 0 && piece_data_bytes % 16 == 0 &&
+                    piece_scale_bytes % 16 == 0,
+                "state_stream: a piece must hold whole chunks in 16-byte multiples of each plane");
+  static_assert(Pieces == 1 || Engine == copy_engine::lanes, "state_stream: the lanes gather pieces");
 
   /// The warp's shared memory (one per warp).
   struct TempStorage {
@@ -156,11 +167,17 @@ class state_stream {
 
   /// Starts streaming elements [first, first + elements) of `head` (`first` a multiple of
   /// the chunk; every lane calls it), `passes` times over: stage i of pass k is stage
-  /// k * stages_per_pass() + i.
+  /// k * stages_per_pass() + i. With pieces, `elements` is a piece's run over the stages (a
+  /// multiple of a piece) and piece p starts `p * piece_stride` elements after it.
   __device__ state_stream(TempStorage& storage, const state_head_view<Format>& head, int32_t first, int32_t elements,
-                          int lane, int passes = 1)
-      : s_(storage), head_(head), first_(first), elements_(elements), lane_(lane) {
-    stages_per_pass_ = (elements + StageElems - 1) / StageElems;
+                          int lane, int passes = 1, int32_t piece_stride = 0)
+      : s_(storage),
+        head_(head),
+        first_(first),
+        elements_(elements),
+        piece_stride_(piece_stride),
+        lane_(lane) {
+    stages_per_pass_ = (elements + piece_elems - 1) / piece_elems;
     stages_ = passes * stages_per_pass_;
     if constexpr (Engine == copy_engine::bulk) {
       if (lane_ == 0)
@@ -181,7 +198,8 @@ class state_stream {
   __device__ int stages_per_pass() const { return stages_per_pass_; }
 
   /// Calls `consume(stage, data, scales, first_element)` for every stage in order, with
-  /// the stage's bytes in shared memory (`first_element` counts from the head's start);
+  /// the stage's bytes in shared memory (`first_element`, its first piece's, counts from the
+  /// head's start);
   /// refills it after the call. Every lane calls it.
   template <class Consume>
   __device__ void for_each_stage(Consume&& consume) {
@@ -203,7 +221,7 @@ class state_stream {
       const int slot = stage % Stages;
       wait(slot, uint32_t(stage / Stages) & 1u);
       auto loaded = load(stage, static_cast<const uint8_t*>(s_.data[slot]), static_cast<const uint8_t*>(s_.scales[slot]),
-                         first_ + stage % stages_per_pass_ * StageElems);
+                         first_ + stage % stages_per_pass_ * piece_elems);
       __syncwarp();
       fill(slot, stage + Stages);
       use(stage, loaded);
@@ -214,8 +232,8 @@ class state_stream {
   /// Issues stage `stage` into ring slot `slot` (nothing past the last stage; the lane
   /// engine still closes a group, so that every slot's wait counts the same groups).
   __device__ void fill(int slot, int stage) {
-    const int32_t first = stage < stages_ ? stage % stages_per_pass_ * StageElems : 0;
-    const int32_t elems = stage < stages_ ? (elements_ - first < StageElems ? elements_ - first : StageElems) : 0;
+    const int32_t first = stage < stages_ ? stage % stages_per_pass_ * piece_elems : 0;
+    const int32_t elems = stage < stages_ ? (elements_ - first < piece_elems ? elements_ - first : piece_elems) : 0;
     const uint32_t chunk0 = uint32_t((first_ + first) / chunk_elems), chunks = uint32_t(elems / chunk_elems);
     const uint8_t* data = head_.data + int64_t(chunk0) * Format::data_bytes_per_chunk;
     const uint32_t data_bytes = chunks * Format::data_bytes_per_chunk;
@@ -229,6 +247,16 @@ class state_stream {
         else
           bulk_copy(s_.data[slot], data, data_bytes, &s_.full[slot]);
       }
+    } else if constexpr (Pieces > 1) {
+      if (elems > 0) {
+        const int64_t stride = piece_stride_ / chunk_elems;
+        const uint8_t* scales = head_.scales + int64_t(chunk0) * Format::scale_bytes_per_chunk;
+        lanes_gather<piece_data_bytes>(s_.data[slot], data, Pieces, stride * Format::data_bytes_per_chunk, lane_);
+        if constexpr (Format::scale_bytes_per_chunk > 0)
+          lanes_gather<piece_scale_bytes>(s_.scales[slot], scales, Pieces, stride * Format::scale_bytes_per_chunk,
+                                          lane_);
+      }
+      lanes_commit();
     } else {
       if (elems > 0) {
         lanes_copy(s_.data[slot], data, data_bytes, lane_);
@@ -251,7 +279,7 @@ class state_stream {
 
   TempStorage& s_;
   state_head_view<Format> head_;
-  int32_t first_, elements_;
+  int32_t first_, elements_, piece_stride_;
   int lane_;
   int stages_per_pass_, stages_;
 };
