@@ -116,7 +116,7 @@ status gdn_warp_decode_step(const gdn_params<Act>& p, const device_limits& d, si
     if (warp::gdn_flush_config<Policy>::supported(p.shape()))
       return launch_gdn_warp_step<Policy, Engine, true>(p, d, stream);
   } else if constexpr (path == gdn_flush_path::whole_rows) {
-    if (warp::gdn_row_config<typename Policy::checkpoint_format>::supported(p.shape()))
+    if (warp::gdn_row_flush_config<Policy>::supported(p.shape()))
       return launch_gdn_warp_step<Policy, warp::copy_engine::lanes, true>(p, d, stream);
   }
   return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, step_kind::decode, true>, p, smem, Threads, stream,
@@ -145,7 +145,7 @@ template <class Policy>
 bool gdn_warp_decodes(gdn_layer_shape s) {
   if constexpr (Policy::is_writeback)
     return warp::gdn_warp_flush_path<Policy> == warp::gdn_flush_path::whole_rows &&
-           warp::gdn_row_config<typename Policy::checkpoint_format>::supported(s);
+           warp::gdn_row_flush_config<Policy>::supported(s);
   else
     return warp::gdn_warp_config<Policy>::supported(s);
 }

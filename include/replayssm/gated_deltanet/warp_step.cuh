@@ -80,20 +80,24 @@ struct gdn_warp_config {
 template <class Policy>
 using gdn_flush_config = gdn_warp_config<Policy, typename Policy::checkpoint_format>;
 
-/// Stages of a flush of whole rows (`gdn_warp_row_flush`): eight whole rows of the head per stage, gathered
-/// from the state's chunk order as one piece per unit of columns (the rows of a unit lie side
-/// by side). Lane l works on row l % 8 with the column blocks of chain l / 8 (`gdn_row_part<4>`),
-/// so that a quarter warp reads one unit of the eight rows, consecutive bytes of the stage.
-/// The ring holds 8 KB of stored data (2 stages in FP32, 4 in 16 bits; two rows per lane in
-/// a 16-bit stage of 4 KB went to local memory), at most 8 stages.
-template <class Format>
+/// Stages of a flush of whole rows (`gdn_warp_row_flush`): `RowsPerLane` runs of eight whole
+/// rows of the head per stage, gathered from the state's chunk order as one piece per unit of
+/// columns (the rows of a unit lie side by side). Lane l works on row l % 8 of each run with
+/// the column blocks of chain l / 8 (`gdn_row_part<4>`), so that a quarter warp reads one unit
+/// of eight rows, consecutive bytes of the stage. The ring holds 8 KB of stored data per row
+/// a lane works on (2 stages in FP32), at most 8 stages. (Two rows of a 16-bit lane went to
+/// local memory before `gdn_row_part`'s loops were unrolled.)
+template <class Format, int RowsPerLane = 1>
 struct gdn_row_config {
   using format = Format;
   static constexpr int value_dim = 128, key_dim = 128;
   static constexpr int units = key_dim / format::chunk_elems;  ///< pieces of a stage
-  static constexpr int stage_rows = 32 / replayssm::detail::gdn_dot_chains;
+  static constexpr int lane_rows = 32 / replayssm::detail::gdn_dot_chains;  ///< rows at once
+  static constexpr int rows_per_lane = RowsPerLane;
+  static constexpr int stage_rows = rows_per_lane * lane_rows;
   static constexpr int stage_bytes = stage_rows * units * format::data_bytes_per_chunk;
-  static constexpr int stages = 8192 / stage_bytes < 8 ? 8192 / stage_bytes : 8;
+  static constexpr int ring_bytes = 8192 * rows_per_lane;
+  static constexpr int stages = ring_bytes / stage_bytes < 8 ? ring_bytes / stage_bytes : 8;
   /// The lanes gather the pieces, whatever the engine (`state_stream`).
   template <copy_engine>
   using stream = state_stream<format, stage_rows * key_dim, stages, copy_engine::lanes, units>;
@@ -103,6 +107,18 @@ struct gdn_row_config {
     return s.value_dim == value_dim && s.key_dim == key_dim;
   }
 };
+
+/// Rows per lane of a flush of `Policy` on whole rows. Two for a write-back step: its stages
+/// of 16 rows gather 256-byte pieces, and it took 301 us at batch 256 (91% of the in-place
+/// bandwidth, 10 warps per SM) against 318 us with 8 rows' 128-byte pieces and 16 warps (H200,
+/// 2026-12-01). One for a `raw_inputs` flush, whose scratch (18 KB per warp at W = 16) leaves
+/// room for 6 warps per SM beside the larger ring: 1256 us against 1030 us with one row.
+template <class Policy>
+inline constexpr int gdn_rows_per_lane = Policy::is_writeback ? 2 : 1;
+
+/// The stages of a flush of `Policy` on whole rows.
+template <class Policy>
+using gdn_row_flush_config = gdn_row_config<typename Policy::checkpoint_format, gdn_rows_per_lane<Policy>>;
 
 /// How the flushes of `Policy` (a write-back step's included) run.
 enum class gdn_flush_path {
@@ -165,7 +181,7 @@ struct gdn_warp_layout {
 /// token (`gdn_scratch_layout`), 16-byte aligned.
 template <class Policy>
 struct gdn_warp_layout<Policy, true, true> {
-  using config = gdn_row_config<typename Policy::checkpoint_format>;
+  using config = gdn_row_flush_config<Policy>;
   static constexpr uint32_t stream_bytes =
       (sizeof(typename config::template stream<copy_engine::lanes>::TempStorage) + 15u) / 16u * 16u;
   uint32_t scratch, bytes;
@@ -608,7 +624,7 @@ __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& i
                                    uint8_t* smem, int lane) {
   static_assert(gdn_warp_flush_path<Policy> == gdn_flush_path::whole_rows,
                 "gdn_warp_row_flush: this policy's flushes take another path");
-  using config = gdn_row_config<typename Policy::checkpoint_format>;
+  using config = gdn_row_flush_config<Policy>;
   // The shape as constants (`gdn_row_config::supported`): the row part's column checks
   // against K fold away.
   gdn_layer_shape shape = s;
@@ -649,16 +665,24 @@ __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& i
 
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
-  const int chain = lane / config::stage_rows, row = lane % config::stage_rows;
+  const int chain = lane / config::lane_rows, row = lane % config::lane_rows;
+  struct rows_t {
+    replayssm::detail::gdn_row_part<replayssm::detail::gdn_dot_chains> part[config::rows_per_lane];
+  };
   // Each stage's rows are copied to registers and the stage released before the fold.
   auto load = [&](int, const uint8_t* data, const uint8_t* scales, int32_t) {
-    replayssm::detail::gdn_row_part<replayssm::detail::gdn_dot_chains> part;
-    part.load(detail::staged_rows<typename config::format>{data, scales}, row, config::stage_rows, K, chain);
-    return part;
+    rows_t rows;
+#pragma unroll
+    for (int i = 0; i < config::rows_per_lane; ++i)
+      rows.part[i].load(detail::staged_rows<typename config::format>{data, scales}, row + i * config::lane_rows,
+                        config::stage_rows, K, chain);
+    return rows;
   };
-  auto fold = [&](int stage, auto& part) {
-    replayssm::detail::flush_row(detail::warp_row_lanes{}, part, in, st, shape, plan, l, scratch,
-                                 stage * config::stage_rows + row, chain, key);
+  auto fold = [&](int stage, rows_t& rows) {
+#pragma unroll
+    for (int i = 0; i < config::rows_per_lane; ++i)
+      replayssm::detail::flush_row(detail::warp_row_lanes{}, rows.part[i], in, st, shape, plan, l, scratch,
+                                   stage * config::stage_rows + row + i * config::lane_rows, chain, key);
   };
   stream.for_each_stage(load, fold);
 }
