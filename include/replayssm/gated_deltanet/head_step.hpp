@@ -260,6 +260,30 @@ REPLAYSSM_HOST_DEVICE void fold_row(const Exec& ex, gdn_row_part<Lanes>& s, cons
 
 }  // namespace detail
 
+namespace detail {
+
+/// Stages entry j's log decay, decay and write strength (the window's from the ring, the
+/// step's tokens' from their inputs; a window entry's write strength in the `raw_inputs`
+/// mode only).
+template <class Policy, class Act>
+REPLAYSSM_HOST_DEVICE void stage_gdn_entry_scalars(const gdn_head_inputs<Act>& in,
+                                                   const gdn_head_state<Policy, Act>& st, const step_plan& plan,
+                                                   const gdn_scratch_layout& l, float* scratch, int32_t j) {
+  const int32_t L = plan.length;
+  const bool token = j >= L;
+  const int32_t slot = plan.ring_slot(j);
+  const float log_decay = token ? gated_deltanet::log_decay(to_float(in.a.at(j - L)[0]), in.A_log, in.dt_bias)
+                                : st.window_g[slot * st.window_g_stride];
+  scratch[l.log_decay + j] = log_decay;
+  scratch[l.decay + j] = math::exp(log_decay);
+  if (token)
+    scratch[l.beta + j] = gated_deltanet::write_strength(to_float(in.b.at(j - L)[0]));
+  else if constexpr (keeps_raw_inputs<Policy>)
+    scratch[l.beta + j] = st.window_beta[slot * st.window_beta_stride];
+}
+
+}  // namespace detail
+
 /// Stages the normalized keys of every entry the step sees (the window's from the ring, the
 /// tokens' normalized here), every token's normalized, scaled query, the window's u, and every
 /// entry's log decay, decay and write strength. Ends with a barrier.
@@ -284,18 +308,7 @@ REPLAYSSM_HOST_DEVICE void stage_gdn_entries(const Exec& ex, const gdn_head_inpu
   const int32_t V = shape.value_dim;
   ex.for_each(
       L * V, [&](int i) { scratch[l.window_u + i] = st.window_u[plan.ring_slot(i / V) * st.window_u_stride + i % V]; });
-  ex.for_each(plan.entries(), [&](int j) {
-    const bool token = j >= L;
-    const int32_t slot = plan.ring_slot(j);
-    const float log_decay = token ? gated_deltanet::log_decay(to_float(in.a.at(j - L)[0]), in.A_log, in.dt_bias)
-                                  : st.window_g[slot * st.window_g_stride];
-    scratch[l.log_decay + j] = log_decay;
-    scratch[l.decay + j] = math::exp(log_decay);
-    if (token)
-      scratch[l.beta + j] = gated_deltanet::write_strength(to_float(in.b.at(j - L)[0]));
-    else if constexpr (keeps_raw_inputs<Policy>)
-      scratch[l.beta + j] = st.window_beta[slot * st.window_beta_stride];
-  });
+  ex.for_each(plan.entries(), [&](int j) { detail::stage_gdn_entry_scalars(in, st, plan, l, scratch, j); });
   ex.sync();
 }
 

@@ -150,7 +150,7 @@ inline constexpr bool gdn_warp_flushes = gdn_warp_flush_path<Policy> != gdn_flus
 /// entries and token) and query, then per-entry floats. (A read step's window u rows, 8 KB
 /// at W = 16, stay in memory: staged here they allowed 10 warps per SM instead of 16.)
 template <class Policy, bool Flush = false,
-          bool Rows = Flush&& gdn_warp_flush_path<Policy> == gdn_flush_path::whole_rows>
+          bool Rows = Flush && gdn_warp_flush_path<Policy> == gdn_flush_path::whole_rows>
 struct gdn_warp_layout {
   static constexpr int window = Policy::window;
   using config = std::conditional_t<Flush, gdn_flush_config<Policy>, gdn_warp_config<Policy>>;
@@ -634,7 +634,7 @@ __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& i
   const auto l = gdn_scratch_layout::make(shape, Policy::window, 1);
   // 16-byte aligned, as are the layout's regions: a lane's 16 columns of a key load as vectors.
   auto* scratch =
-      static_cast<float*>(__builtin_assume_aligned(smem + gdn_warp_layout<Policy, true, true>::stream_bytes, 16));
+      static_cast<float*>(__builtin_assume_aligned(smem + gdn_warp_layout<Policy, true>::make(shape).scratch, 16));
 
   // The window's keys and u on their way while the token's inputs are read.
   for (int32_t j = 0; j < L; ++j) {
@@ -645,18 +645,7 @@ __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& i
   lanes_commit();
   detail::warp_l2_normalize(in.k.at(0), K, scratch + l.keys + L * K, 1.0f, lane);
   detail::warp_l2_normalize(in.q.at(0), K, scratch + l.queries, gated_deltanet::query_scale(K), lane);
-  for (int32_t j = lane; j <= L; j += 32) {
-    const bool token = j == L;
-    const int32_t slot = plan.ring_slot(j);
-    const float log_decay = token ? gated_deltanet::log_decay(to_float(in.a.at(0)[0]), in.A_log, in.dt_bias)
-                                  : st.window_g[slot * st.window_g_stride];
-    scratch[l.log_decay + j] = log_decay;
-    scratch[l.decay + j] = math::exp(log_decay);
-    if (token)
-      scratch[l.beta + j] = gated_deltanet::write_strength(to_float(in.b.at(0)[0]));
-    else if constexpr (keeps_raw_inputs<Policy>)
-      scratch[l.beta + j] = st.window_beta[slot * st.window_beta_stride];
-  }
+  for (int32_t j = lane; j <= L; j += 32) replayssm::detail::stage_gdn_entry_scalars(in, st, plan, l, scratch, j);
   lanes_wait<0>();
   __syncwarp();
   if (L > 0)  // the window's entries fold in closed form (`stage_gdn_coefficients`)
