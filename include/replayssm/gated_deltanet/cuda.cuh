@@ -49,28 +49,34 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 }
 
 /// The read (`Flush` false) or flush warp kernel: each warp steps one value head of one
-/// request planned so (gated_deltanet/warp_step.cuh); a block holds `blockDim.x / 32` value
-/// heads of a request. A write-back step is the flush of a window of one.
+/// request planned so, or a part of its rows (`detail::warp_place`; flushes on whole rows
+/// only), the warps of one head meeting at one barrier before the cursor moves
+/// (gated_deltanet/warp_step.cuh). A write-back step is the flush of a window of one. (Its
+/// warps checking their requests themselves, as Mamba-2's do, instead of the planner: 614 us
+/// against 588 at batch 512 on the H200, each warp comparing its request's slot with every
+/// other; no gain at 128 and 256.)
 template <class Policy, class Act, warp::copy_engine Engine, bool Flush>
 __global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush && !Policy::is_writeback>)
-    gdn_warp_kernel(const gdn_params<Act> p, uint32_t warp_bytes) {
+    gdn_warp_kernel(const gdn_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   extern __shared__ float4 warp_storage[];
-  const int32_t b = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int32_t h = int32_t(blockIdx.x * (blockDim.x / 32)) + warp;
-  if (h >= p.heads || p.request_plans[b] != (Flush ? request_plan::flush : request_plan::read)) return;
-  const gdn_head_views<Policy, Act> v(p, b, h, request_slot(p, b));
+  const detail::warp_place at(parts);
+  if (at.h >= p.heads || p.request_plans[at.b] != (Flush ? request_plan::flush : request_plan::read)) return;
+  const gdn_head_views<Policy, Act> v(p, at.b, at.h, request_slot(p, at.b));
   const gdn_layer_shape shape = p.shape();
-  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + warp * warp_bytes;
+  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
+  const warp::row_range rows = warp::gdn_row_flush_config<Policy>::part_rows(parts, at.part);
   // The stream starts before the cursor is read: its latency hides behind the state's.
-  auto stream = warp::start_gdn_stream<Flush, Engine>(v.state, shape, smem, lane);
+  auto stream = warp::start_gdn_stream<Flush, Engine>(v.state, shape, smem, at.lane, rows);
   const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
   if constexpr (Flush && warp::gdn_warp_flush_path<Policy> == warp::gdn_flush_path::whole_rows)
-    warp::gdn_warp_row_flush(stream, v.in, v.state, shape, plan, smem, lane);
+    warp::gdn_warp_row_flush(stream, v.in, v.state, shape, plan, smem, at.lane, rows);
   else if constexpr (Flush)
-    warp::gdn_warp_flush(stream, v.in, v.state, shape, plan, smem, lane);
+    warp::gdn_warp_flush(stream, v.in, v.state, shape, plan, smem, at.lane);
   else
-    warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);
-  if (lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, step_kind::decode);
+    warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, at.lane);
+  if (parts > 1) __syncthreads();
+  if (at.part == 0 && at.lane == 0 && v.state.cursor != nullptr)
+    *v.state.cursor = next_cursor(plan, step_kind::decode);
 }
 
 /// The snapshot baseline's verify step: one block per (request, value head), a row per thread.
@@ -85,21 +91,13 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 namespace detail {
 
 /// Launches the read (`Flush` false) or flush warp kernel over every request (those planned
-/// so step). Warps per block are chosen for occupancy (`choose_warp_geometry`).
+/// so step); a flush on whole rows may split a head's rows over several warps.
 template <class Policy, warp::copy_engine Engine, bool Flush, class Act>
 status launch_gdn_warp_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
-  const uint32_t warp_bytes = warp::gdn_warp_layout<Policy, Flush>::make(p.shape()).bytes;
-  auto kernel = gdn_warp_kernel<Policy, Act, Engine, Flush>;
-  warp_geometry g;  // one warp per value head: no split heads
-  if (status s = prepare_warp_kernel(kernel, d, warp_bytes, int64_t(p.batch) * p.heads, "gated_deltanet", g,
-                                     /*max_parts=*/1);
-      !s)
-    return s;
-  const int heads_per_block = g.warps_per_block;
-  kernel<<<dim3((p.heads + heads_per_block - 1) / heads_per_block, p.batch), heads_per_block * 32,
-           size_t(heads_per_block) * warp_bytes, stream>>>(p, warp_bytes);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
-  return {};
+  constexpr bool whole_rows = Flush && warp::gdn_warp_flush_path<Policy> == warp::gdn_flush_path::whole_rows;
+  return launch_warp_kernel(gdn_warp_kernel<Policy, Act, Engine, Flush>,
+                            warp::gdn_warp_layout<Policy, Flush>::make(p.shape()).bytes, p, d, stream,
+                            "gated_deltanet", whole_rows ? warp_step_threads / 32 : 1);
 }
 
 /// A decode step on the warp steps with the copy engine `Engine` (validated and planned

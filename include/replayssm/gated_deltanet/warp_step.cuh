@@ -106,6 +106,13 @@ struct gdn_row_config {
   __host__ __device__ static constexpr bool supported(gdn_layer_shape s) {
     return s.value_dim == value_dim && s.key_dim == key_dim;
   }
+  /// Every row of a head.
+  static constexpr row_range all_rows{0, value_dim};
+  /// Part `part` of `parts` (a power of two up to 8) of a head's rows, whole stages each.
+  __host__ __device__ static constexpr row_range part_rows(int32_t parts, int32_t part) {
+    return {part * (value_dim / parts), value_dim / parts};
+  }
+  static_assert(value_dim / 8 % stage_rows == 0, "gdn_row_config: eighths of a head hold whole stages");
 };
 
 /// Rows per lane of a flush of `Policy` on whole rows. Two for a write-back step: its stages
@@ -193,10 +200,11 @@ struct gdn_warp_layout<Policy, true, true> {
 };
 
 /// The stream a read step of a head consumes (its read copy, or the checkpoint in shared
-/// mode), or a flush (`Flush`: the checkpoint, twice over in columns or once in whole rows),
-/// started at once: call it before any other load of the step.
+/// mode), or a flush (`Flush`: the checkpoint, twice over in columns or once in whole rows:
+/// `rows` of them, all by default), started at once: call it before any other load of the step.
 template <bool Flush, copy_engine Engine, class Policy, class Act>
-__device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, uint8_t* smem, int lane) {
+__device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, uint8_t* smem, int lane,
+                                 row_range rows = gdn_row_flush_config<Policy>::all_rows) {
   static_assert(!Flush || gdn_warp_flushes<Policy>, "start_gdn_stream: this policy's flushes run the head step");
   using stream_t = typename gdn_warp_layout<Policy, Flush>::config::template stream<Engine>;
   auto& storage = *reinterpret_cast<typename stream_t::TempStorage*>(smem);
@@ -204,7 +212,8 @@ __device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_laye
   if constexpr (Flush && gdn_warp_flush_path<Policy> == gdn_flush_path::whole_rows) {
     // Piece u of a stage: unit u of its rows; a unit of every row is V chunks.
     const int32_t unit_elements = s.value_dim * stream_t::chunk_elems;
-    return stream_t(storage, st.checkpoint, 0, unit_elements, lane, 1, unit_elements);
+    return stream_t(storage, st.checkpoint, rows.first * stream_t::chunk_elems, rows.count * stream_t::chunk_elems,
+                    lane, 1, unit_elements);
   } else if constexpr (Flush)
     return stream_t(storage, st.checkpoint, 0, elements, lane, 2);
   else if constexpr (Policy::shared_state)
@@ -617,11 +626,13 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
 /// the head step's scratch layout (the window's keys and u by asynchronous copies, the
 /// token's q and k normalized with the bits of `l2_normalize`), then each row of each stage
 /// runs `detail::flush_row`, the head step's own code: the checkpoint (and read copy) and the
-/// token's output have the CPU's bits. The cursor is the caller's to advance.
+/// token's output have the CPU's bits. `span` is the rows the stream holds (warps that split
+/// a head each flush a part, `gdn_row_config::part_rows`). The cursor is the caller's to
+/// advance, after every part of the head is done.
 template <class Stream, class Policy, class Act>
 __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& in,
                                    const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, const step_plan& plan,
-                                   uint8_t* smem, int lane) {
+                                   uint8_t* smem, int lane, row_range span = gdn_row_flush_config<Policy>::all_rows) {
   static_assert(gdn_warp_flush_path<Policy> == gdn_flush_path::whole_rows,
                 "gdn_warp_row_flush: this policy's flushes take another path");
   using config = gdn_row_flush_config<Policy>;
@@ -671,7 +682,8 @@ __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& i
 #pragma unroll
     for (int i = 0; i < config::rows_per_lane; ++i)
       replayssm::detail::flush_row(detail::warp_row_lanes{}, rows.part[i], in, st, shape, plan, l, scratch,
-                                   stage * config::stage_rows + row + i * config::lane_rows, chain, key);
+                                   span.first + stage * config::stage_rows + row + i * config::lane_rows, chain,
+                                   key);
   };
   stream.for_each_stage(load, fold);
 }

@@ -47,22 +47,6 @@ __global__ void __launch_bounds__(
   });
 }
 
-namespace detail {
-
-/// Where a warp of a warp-step launch works: request `b`, head `h`, and `part` of the head's
-/// rows. With `parts` = 1 a block holds `blockDim.x / 32` heads of a request; otherwise its
-/// warps split one head's rows (small batches, where whole heads leave the GPU idle).
-struct warp_place {
-  int32_t b, h, part, warp, lane;
-  __device__ explicit warp_place(int32_t parts)
-      : b(int32_t(blockIdx.y)), part(0), warp(int32_t(threadIdx.x / 32)), lane(int32_t(threadIdx.x % 32)) {
-    h = parts > 1 ? int32_t(blockIdx.x) : int32_t(blockIdx.x * (blockDim.x / 32)) + warp;
-    part = parts > 1 ? warp : 0;
-  }
-};
-
-}  // namespace detail
-
 /// The read (`Flush` false) or flush warp kernel of a step of `Kind` (a verify step's read
 /// takes up to `Tokens` drafts): each warp runs rows of one head of one request
 /// (`detail::warp_place`); the warps of one head meet at one barrier before the cursor
@@ -155,27 +139,13 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<true>)
 
 namespace detail {
 
-/// Launches a warp kernel over every request, `warp_bytes` of shared memory per warp. Warps
-/// per block and warps per head are chosen for occupancy (`choose_warp_geometry`).
-template <class Kernel, class Act>
-status launch_warp_kernel(Kernel kernel, uint32_t warp_bytes, const mamba2_params<Act>& p, const device_limits& d,
-                          cudaStream_t stream) {
-  warp_geometry g;
-  if (status s = prepare_warp_kernel(kernel, d, warp_bytes, int64_t(p.batch) * p.heads, "mamba2", g); !s) return s;
-  const size_t smem = size_t(g.warps_per_block) * warp_bytes;
-  const int32_t heads_per_block = g.parts > 1 ? 1 : g.warps_per_block;
-  kernel<<<dim3((p.heads + heads_per_block - 1) / heads_per_block, p.batch), g.warps_per_block * 32, smem, stream>>>(
-      p, warp_bytes, g.parts);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
-  return {};
-}
-
 /// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind`.
 template <class Policy, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode, int Tokens = 1,
           class Act>
 status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   return launch_warp_kernel(mamba2_warp_kernel<Policy, Act, Engine, Flush, Kind, Tokens>,
-                            warp::mamba2_warp_layout<Policy, Act, Flush, Tokens>::make(p.shape()).bytes, p, d, stream);
+                            warp::mamba2_warp_layout<Policy, Act, Flush, Tokens>::make(p.shape()).bytes, p, d, stream,
+                            "mamba2");
 }
 
 /// Launches the snapshot baseline's warp kernel for up to `Tokens` drafts.
@@ -183,7 +153,8 @@ template <class StateFormat, warp::copy_engine Engine, int Tokens, class Act>
 status launch_warp_snapshot(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   return launch_warp_kernel(
       mamba2_warp_snapshot_kernel<StateFormat, Act, Engine, Tokens>,
-      warp::mamba2_warp_layout<writeback_policy<StateFormat>, Act, true, Tokens>::make(p.shape()).bytes, p, d, stream);
+      warp::mamba2_warp_layout<writeback_policy<StateFormat>, Act, true, Tokens>::make(p.shape()).bytes, p, d, stream,
+      "mamba2");
 }
 
 /// Whether the stored state of `p` can stream with the bulk copy engine on this device.
@@ -242,7 +213,7 @@ status mamba2_snapshot_step(const mamba2_params<Act>& p, cudaStream_t stream) {
   }
   const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape()).bytes();
   return launch_head_blocks(mamba2_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,
-                            "mamba2 snapshot");
+                            "mamba2");
 }
 
 /// A decode or verify step for every request of `p` (device memory). `Engine` forces the

@@ -47,11 +47,6 @@
 namespace replayssm {
 namespace warp {
 
-/// Rows [first, first + count) of a head: what one warp steps.
-struct row_range {
-  int32_t first, count;
-};
-
 /// Stage sizes of the Mamba-2 warp steps.
 template <class Policy>
 struct mamba2_warp_config {

@@ -115,6 +115,18 @@ struct warp_geometry {
   int warps_per_block = 1, parts = 1;
 };
 
+/// Where a warp of a warp-step launch works: request `b`, head `h`, and `part` of the head's
+/// rows. With `parts` = 1 a block holds `blockDim.x / 32` heads of a request; otherwise its
+/// warps split one head's rows.
+struct warp_place {
+  int32_t b, h, part, warp, lane;
+  __device__ explicit warp_place(int32_t parts)
+      : b(int32_t(blockIdx.y)), part(0), warp(int32_t(threadIdx.x / 32)), lane(int32_t(threadIdx.x % 32)) {
+    h = parts > 1 ? int32_t(blockIdx.x) : int32_t(blockIdx.x * (blockDim.x / 32)) + warp;
+    part = parts > 1 ? warp : 0;
+  }
+};
+
 /// Block sizes of the warp kernels, in warps: 1, 2, 4, ... up to `warp_step_threads / 32`.
 inline constexpr int warp_block_sizes = 3;
 static_assert(1 << (warp_block_sizes - 1) == warp_step_threads / 32, "warp_block_sizes: one per power of two");
@@ -181,6 +193,24 @@ status prepare_warp_kernel(Kernel kernel, const device_limits& d, uint32_t warp_
       !s)
     return s;
   g = choose_warp_geometry(resident, d, heads, max_parts);
+  return {};
+}
+
+/// Launches a warp kernel (taking the params, `warp_bytes` and the parts of a head) over every
+/// (request, head) of `p`, `warp_bytes` of shared memory per warp. Warps per block, and warps
+/// per head up to `max_parts`, are chosen for occupancy (`choose_warp_geometry`); `who` names
+/// the step in errors.
+template <class Kernel, class Params>
+status launch_warp_kernel(Kernel kernel, uint32_t warp_bytes, const Params& p, const device_limits& d,
+                          cudaStream_t stream, const char* who, int max_parts = warp_step_threads / 32) {
+  warp_geometry g;
+  if (status s = prepare_warp_kernel(kernel, d, warp_bytes, int64_t(p.batch) * p.heads, who, g, max_parts); !s)
+    return s;
+  const size_t smem = size_t(g.warps_per_block) * warp_bytes;
+  const int32_t heads_per_block = g.parts > 1 ? 1 : g.warps_per_block;
+  kernel<<<dim3((p.heads + heads_per_block - 1) / heads_per_block, p.batch), g.warps_per_block * 32, smem, stream>>>(
+      p, warp_bytes, g.parts);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
   return {};
 }
 

@@ -21,6 +21,11 @@
 namespace replayssm {
 namespace warp {
 
+/// Rows [first, first + count) of a head: what one warp steps.
+struct row_range {
+  int32_t first, count;
+};
+
 /// Which of a group's summed values a lane holds after `reduce_scatter`.
 struct value_share {
   int first, count;  ///< values first .. first + count - 1 (of the N summed), in v[0 .. count)
