@@ -6,7 +6,8 @@ For one decode step (Nemotron-Nano Mamba-2 or Qwen3.5-4B Gated DeltaNet layer, B
 activations, FP32 state, replay W = 16) it measures the host time of one call:
 
   cpp       the C++ launcher alone, called in a loop inside the module (arguments converted once)
-  native    the module's entry point called from Python with torch tensors (DLPack per tensor)
+  native    the module's entry point called from Python with torch tensors (positional
+            arguments, DLPack per tensor)
   op        torch.ops.replayssm.<step> (the dispatcher, then DLPack capsules per tensor)
   api       replayssm.mamba2_decode / gdn_decode (buffers gathered, then the op)
   engine    replayssm.engine's vLLM-convention wrapper (per-head views, then the API)
@@ -108,19 +109,17 @@ def main():
             inputs["z"], inputs["dt_bias"], dt_softplus=True, state_batch_indices=slots, out=out, buffers=buffers)
         scalars = {"dt_softplus": True}
     scalars.update({"kind": "decode", "policy": buffers.policy_index, "tokens": 1, "pad_slot_id": -1, "seed": 0})
-    op_name = "gdn_step" if gdn else "mamba2_step"
-    op_args = [scalars[n] for n, _ in rs._steps.SCALARS[op_name]]
-    op_args += [native_args.get(n) for n in rs._steps.READ[op_name] + rs._steps.WRITTEN[op_name]]
+    op_args = rs._steps.arguments("gdn_step" if gdn else "mamba2_step", scalars, native_args)
 
     def cpp(repeats):
-        return native_step(repeats=repeats, **scalars, **native_args)
+        return native_step(*op_args, repeats=repeats)
 
     cpp(10)
     torch.cuda.synchronize()
     timings = {"cpp": min(cpp(args.iters) for _ in range(3))}
     torch.cuda.synchronize()
     calls = {
-        "native": lambda: native_step(**scalars, **native_args),
+        "native": lambda: native_step(*op_args),
         "op": lambda: op(*op_args),
         "api": lambda: step(buffers, **inputs, slot_indices=slots, out=out),
         "engine": wrapper,

@@ -10,45 +10,39 @@ import numpy as np
 from . import _native
 from ._buffers import GDNBuffers, LayerBuffers, Mamba2Buffers, is_torch
 
-# Each step's arguments, named as the C++ params' fields, in the torch ops' order: scalars,
-# arrays read, arrays written.
-SCALARS = {
-    "mamba2_step": (("kind", "str"), ("policy", "int"), ("tokens", "int"), ("pad_slot_id", "int"),
-                    ("seed", "int"), ("dt_softplus", "bool")),
-    "gdn_step": (("kind", "str"), ("policy", "int"), ("tokens", "int"), ("pad_slot_id", "int"), ("seed", "int"),
-                 ("raw_inputs", "bool")),
-    "commit_drafts": (("tokens", "int"), ("pad_slot_id", "int")),
-}
-_STATE_READ = ("slot_indices", "token_counts", "flush_phase")
-_STATE_WRITTEN = ("checkpoint", "checkpoint_scales", "read_copy", "read_copy_scales", "cursors", "report",
-                  "request_plans")
-READ = {
-    "mamba2_step": ("x", "dt", "A", "B", "C", "D", "z", "dt_bias", *_STATE_READ),
-    "gdn_step": ("q", "k", "v", "a", "b", "A_log", "dt_bias", *_STATE_READ),
-    "commit_drafts": ("accepted_counts", "slot_indices", "token_counts"),
-}
-WRITTEN = {
-    "mamba2_step": ("y", *_STATE_WRITTEN, "window_x", "window_B", "window_dt"),
-    "gdn_step": ("o", *_STATE_WRITTEN, "window_u", "window_k", "window_g", "window_v", "window_beta"),
-    "commit_drafts": ("cursors", "report"),
-}
+# Each step's arguments, named as the C++ params' fields, in the order the native steps and
+# the torch ops take them: (name, role), role `str`, `int` or `bool` for a scalar, `read` or
+# `written` for an array.
+FIELDS = {op: tuple(fields) for op, fields in _native.step_fields.items()}
+SCALARS = {op: tuple((n, r) for n, r in fields if r not in ("read", "written")) for op, fields in FIELDS.items()}
+ARRAYS = {op: tuple(n for n, r in fields if r in ("read", "written")) for op, fields in FIELDS.items()}
+_SCALAR_NAMES = {op: tuple(n for n, _ in scalars) for op, scalars in SCALARS.items()}
+# The array whose framework (NumPy or PyTorch) a step's arrays share.
+_FIRST = {"mamba2_step": "x", "gdn_step": "q", "commit_drafts": "accepted_counts"}
+_NATIVE = {op: getattr(_native, op) for op in FIELDS}
+
+
+def arguments(op: str, scalars: dict, arrays: dict) -> list:
+    """The positional arguments of ``op`` (``FIELDS`` order) from its scalars and arrays by
+    name (arrays not named: None)."""
+    return [*map(scalars.__getitem__, _SCALAR_NAMES[op]), *map(arrays.get, ARRAYS[op])]
 
 
 def run(op: str, scalars: dict, arrays: dict) -> None:
-    """Runs ``op`` (a key of SCALARS) on NumPy arrays, or on PyTorch tensors (by its first
-    array, x, q or accepted_counts) through ``_torch_ops``."""
-    if is_torch(arrays[READ[op][0]]):
+    """Runs ``op`` (a key of FIELDS) on NumPy arrays, or on PyTorch tensors through
+    ``_torch_ops``."""
+    if is_torch(arrays[_FIRST[op]]):
         from . import _torch_ops
 
-        _torch_ops.call(op, scalars, arrays)
+        _torch_ops.call(op, arguments(op, scalars, arrays))
     else:
-        native(op, scalars, arrays)
+        native(op, arguments(op, scalars, arrays))
 
 
-def native(op: str, scalars: dict, arrays: dict) -> None:
-    """The native call of ``op`` on the current stream of the arrays' framework:
-    ValueError with the launcher's message on bad input."""
-    getattr(_native, op)(**scalars, **arrays)
+def native(op: str, args: list) -> None:
+    """The native call of ``op`` on its positional arguments, on the current stream of the
+    arrays' framework: ValueError with the launcher's message on bad input."""
+    _NATIVE[op](*args)
 
 
 def _empty_like(a):

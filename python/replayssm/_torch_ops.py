@@ -16,29 +16,33 @@ _library = torch.library.Library("replayssm", "DEF")
 
 
 def _define(op: str) -> None:
-    scalars, read, written = _steps.SCALARS[op], _steps.READ[op], _steps.WRITTEN[op]
-    scalar_names, array_names = [n for n, _ in scalars], read + written
-    schema = ", ".join([f"{t} {n}" for n, t in scalars] + [f"Tensor? {n}" for n in read] +
-                       [f"Tensor(a{i}!)? {n}" for i, n in enumerate(written)])
-    _library.define(f"{op}({schema}) -> ()")
+    written = 0
+    schema = []
+    for name, role in _steps.FIELDS[op]:
+        if role == "read":
+            schema.append(f"Tensor? {name}")
+        elif role == "written":
+            schema.append(f"Tensor(a{written}!)? {name}")
+            written += 1
+        else:
+            schema.append(f"{role} {name}")  # str, int or bool
+    _library.define(f"{op}({', '.join(schema)}) -> ()")
 
     def kernel(*args):
-        first = len(scalar_names)
-        _steps.native(op, dict(zip(scalar_names, args[:first])), dict(zip(array_names, args[first:])))
+        _steps.native(op, args)
 
     _library.impl(op, kernel, "CompositeExplicitAutograd")
     torch.library.register_fake(f"replayssm::{op}", lambda *args: None, lib=_library)
 
 
-for _op in _steps.SCALARS:
+for _op in _steps.FIELDS:
     _define(_op)
 
 
-def call(op: str, scalars: dict, arrays: dict) -> None:
-    """Runs ``op`` on torch tensors: the torch op ``replayssm::<op>`` while torch.compile
-    traces, else the module directly."""
+def call(op: str, args: list) -> None:
+    """Runs ``op`` on torch tensors (its positional arguments, ``_steps.FIELDS`` order): the
+    torch op ``replayssm::<op>`` while torch.compile traces, else the module directly."""
     if torch.compiler.is_compiling():
-        getattr(torch.ops.replayssm, op)(*[scalars[n] for n, _ in _steps.SCALARS[op]],
-                                         *[arrays.get(n) for n in _steps.READ[op] + _steps.WRITTEN[op]])
+        getattr(torch.ops.replayssm, op)(*args)
     else:
-        _steps.native(op, scalars, arrays)
+        _steps.native(op, args)

@@ -125,8 +125,12 @@ def test_wrong_objects_are_type_errors(mamba2):
         rs.gdn_decode(buffers, *[args[k] for k in ("x", "x", "x", "dt", "dt", "A")])
     with pytest.raises(TypeError, match="mamba2: x must be an array"):
         rs.mamba2_decode(buffers, **{**args, "x": "not an array"})
-    with pytest.raises(TypeError, match="mamba2: unknown argument 'bogus'"):
-        rs._native.mamba2_step(kind="decode", policy=POLICY.index, bogus=np.zeros(1))
+    with pytest.raises(TypeError, match=r"mamba2: expected \d+ arguments \(kind, policy, .*\), got 2"):
+        rs._native.mamba2_step("decode", POLICY.index)
+    with pytest.raises(TypeError, match="mamba2: tokens must be an integer"):
+        rs._native.mamba2_step(*rs._steps.arguments("mamba2_step", {"kind": "decode", "policy": POLICY.index,
+                                                                     "tokens": "one", "pad_slot_id": -1, "seed": 0,
+                                                                     "dt_softplus": True}, args))
 
 
 def test_state_io_checks_shapes():

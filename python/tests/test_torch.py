@@ -38,9 +38,7 @@ def test_ops_have_schemas_and_fake_implementations():
                "dt_softplus": True}
     with torch._subclasses.fake_tensor.FakeTensorMode() as mode:
         fake = {k: mode.from_tensor(v) for k, v in args.items()}
-        torch.ops.replayssm.mamba2_step(*[scalars[n] for n, _ in rs._steps.SCALARS["mamba2_step"]],
-                                        *[fake.get(n) for n in rs._steps.READ["mamba2_step"] +
-                                          rs._steps.WRITTEN["mamba2_step"]])
+        torch.ops.replayssm.mamba2_step(*rs._steps.arguments("mamba2_step", scalars, fake))
 
 
 def test_torch_compile_traces_the_step():
