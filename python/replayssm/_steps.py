@@ -18,7 +18,7 @@ SCALARS = {op: tuple((n, r) for n, r in fields if r not in ("read", "written")) 
 ARRAYS = {op: tuple(n for n, r in fields if r in ("read", "written")) for op, fields in FIELDS.items()}
 _SCALAR_NAMES = {op: tuple(n for n, _ in scalars) for op, scalars in SCALARS.items()}
 # The array whose framework (NumPy or PyTorch) a step's arrays share.
-_FIRST = {"mamba2_step": "x", "gdn_step": "q", "commit_drafts": "accepted_counts"}
+_FIRST = {"mamba2_step": "x", "gdn_step": "a", "commit_drafts": "accepted_counts"}
 _NATIVE = {op: getattr(_native, op) for op in FIELDS}
 
 
@@ -45,8 +45,9 @@ def native(op: str, args: list) -> None:
     _NATIVE[op](*args)
 
 
-def _empty_like(a):
-    return a.new_empty(a.shape) if is_torch(a) else np.empty_like(a)
+def _empty(like, shape):
+    """An uninitialized array of ``shape`` with the dtype, framework and device of ``like``."""
+    return like.new_empty(shape) if is_torch(like) else np.empty(shape, like.dtype)
 
 
 def _check_buffers(buffers, kind):
@@ -71,7 +72,7 @@ def mamba2_step(kind: str, buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=Non
     ``checkpoint`` overrides ``buffers.checkpoint``. Returns ``out`` (allocated when None).
     """
     _check_buffers(buffers, Mamba2Buffers)
-    out = _empty_like(x) if out is None else out
+    out = _empty(x, x.shape) if out is None else out
     arrays = {**buffers.arrays, "x": x, "dt": dt, "A": A, "B": B, "C": C, "D": D, "z": z, "dt_bias": dt_bias,
               "y": out, "slot_indices": slot_indices, "token_counts": token_counts}
     if checkpoint is not None:
@@ -81,23 +82,26 @@ def mamba2_step(kind: str, buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=Non
 
 
 def gdn_step(kind: str, buffers: GDNBuffers, q, k, v, a, b, A_log, dt_bias=None, *, slot_indices=None,
-             pad_slot_id: int = -1, tokens: int = 1, token_counts=None, out=None, checkpoint=None):
+             pad_slot_id: int = -1, tokens: int = 1, token_counts=None, out=None, checkpoint=None, qkv=None):
     """A Gated DeltaNet step of ``kind`` (``decode`` or ``verify``) under ``buffers.policy``.
 
     q, k ``[rows, key_heads, key_dim]`` raw (the step L2-normalizes them and scales q by
     key_dim^-1/2); v, out ``[rows, value_heads, value_dim]``; a, b ``[rows, value_heads]``,
     the raw decay and write-strength projections; A_log, dt_bias float32 ``[value_heads]``.
-    ``out`` is the output before the layer's norm and gate. Rows, slots and ``checkpoint``
-    as in ``mamba2_step``. Returns ``out``.
+    Or ``qkv`` ``[rows, 2 * key_heads * key_dim + value_heads * value_dim]``, the three
+    packed in each row (its last dimension contiguous), with q, k and v None: no views are
+    made. ``out`` is the output before the layer's norm and gate. Rows, slots and
+    ``checkpoint`` as in ``mamba2_step``. Returns ``out``.
     """
     _check_buffers(buffers, GDNBuffers)
-    out = _empty_like(v) if out is None else out
-    arrays = {**buffers.arrays, "q": q, "k": k, "v": v, "a": a, "b": b, "A_log": A_log, "dt_bias": dt_bias,
-              "o": out, "slot_indices": slot_indices, "token_counts": token_counts}
+    if out is None:
+        out = _empty(a, (*a.shape, buffers.shape.value_dim))
+    arrays = {**buffers.arrays, "q": q, "k": k, "v": v, "qkv": qkv, "a": a, "b": b, "A_log": A_log,
+              "dt_bias": dt_bias, "o": out, "slot_indices": slot_indices, "token_counts": token_counts}
     if checkpoint is not None:
         arrays["checkpoint"] = checkpoint
-    run("gdn_step", {**_state_scalars(buffers, kind, tokens, pad_slot_id), "raw_inputs": buffers.policy.raw_inputs},
-        arrays)
+    run("gdn_step", {**_state_scalars(buffers, kind, tokens, pad_slot_id), "raw_inputs": buffers.policy.raw_inputs,
+                     "key_heads": 0 if qkv is None else buffers.shape.key_heads}, arrays)
     return out
 
 

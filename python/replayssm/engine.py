@@ -8,15 +8,23 @@ replay. PyTorch tensors; CUDA graph capturable.
 
 from __future__ import annotations
 
+import torch
+
 from ._buffers import GDNBuffers, Mamba2Buffers
 from ._steps import gdn_step, mamba2_step
+
+_float32, _int32 = torch.float32, torch.int32
 
 PAD_SLOT_ID = -1
 
 
 def _per_head(t, dims: int):
     """A per-head float32 vector from a tensor that may repeat it over further dimensions
-    (vLLM ties A, D and dt_bias over head_dim and state_dim with stride-0 views)."""
+    (vLLM ties A, D and dt_bias over head_dim and state_dim with stride-0 views). One that
+    already is one is returned as it is: each torch call from Python costs about a
+    microsecond or two of host time per step."""
+    if t.dim() == dims and t.dtype is _float32 and t.is_contiguous():
+        return t
     while t.dim() > dims:
         t = t[..., 0]
     return t.float().contiguous()
@@ -52,17 +60,10 @@ def gated_delta_rule_update(state, mixed_qkv, a, b, A_log, dt_bias, state_indice
     ``[value_heads]``; out ``[batch, value_heads, value_dim]`` (before the output norm and
     gate). Returns ``out``.
     """
-    s = buffers.shape
-    keys = s.key_heads * s.key_dim
-    q = mixed_qkv[:, :keys].unflatten(-1, (s.key_heads, s.key_dim))
-    k = mixed_qkv[:, keys:2 * keys].unflatten(-1, (s.key_heads, s.key_dim))
-    v = mixed_qkv[:, 2 * keys:].unflatten(-1, (s.value_heads, s.value_dim))
-    return gdn_step("decode", buffers, q, k, v, a, b, _per_head(A_log, 1),
+    return gdn_step("decode", buffers, None, None, None, a, b, _per_head(A_log, 1),
                     None if dt_bias is None else _per_head(dt_bias, 1), slot_indices=_slots(state_indices),
-                    pad_slot_id=pad_slot_id, out=out, checkpoint=state)
+                    pad_slot_id=pad_slot_id, out=out, checkpoint=state, qkv=mixed_qkv)
 
 
 def _slots(indices):
-    import torch
-
-    return None if indices is None or indices.dtype == torch.int32 else indices.to(torch.int32)
+    return None if indices is None or indices.dtype is _int32 else indices.to(_int32)

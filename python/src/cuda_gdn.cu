@@ -5,7 +5,7 @@
 namespace replayssm_python {
 
 rs::status cuda_gdn_step(const step_call& call, const gdn_args& args) {
-  return on_device_of(args.q, [&] { return gdn_step<cuda_backend>(call, args); });
+  return on_device_of(args.first(), [&] { return gdn_step<cuda_backend>(call, args); });
 }
 
 }  // namespace replayssm_python

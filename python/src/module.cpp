@@ -260,9 +260,9 @@ double run_gdn(const nb::args& values, nb::handle stream, int repeats) {
   gdn_args args;
   held.take("gated_deltanet", values, args);
   step_call call;
-  call_of(args, held.stream_of(args.q, stream), call).throw_if_error();
+  call_of(args, held.stream_of(args.first(), stream), call).throw_if_error();
   return run_on_device(
-      args.q, [&] { return gdn_step<cpu_backend>(call, args); }, [&] { return cuda_gdn_step(call, args); }, repeats);
+      args.first(), [&] { return gdn_step<cpu_backend>(call, args); }, [&] { return cuda_gdn_step(call, args); }, repeats);
 }
 
 void run_commit(const nb::args& values, nb::handle stream) {
@@ -418,7 +418,7 @@ rs::status cuda_mamba2_step(const step_call&, const mamba2_args& args) {
   return no_cuda(args.x);
 }
 rs::status cuda_gdn_step(const step_call&, const gdn_args& args) {
-  return no_cuda(args.q);
+  return no_cuda(args.first());
 }
 rs::status cuda_commit_drafts(const commit_args& args, uintptr_t) {
   return no_cuda(args.cursors);

@@ -84,18 +84,23 @@ struct mamba2_args : common_args {
   }
 };
 
-/// A Gated DeltaNet step's arguments (`gdn_params`).
+/// A Gated DeltaNet step's arguments (`gdn_params`). q, k and v come apart, or packed in one
+/// row per token as an engine's projection leaves them (`qkv`, with `key_heads`).
 struct gdn_args : common_args {
-  array q, k, v, o, a, b, A_log, dt_bias, window_u, window_k, window_g, window_v, window_beta;
+  array q, k, v, qkv, o, a, b, A_log, dt_bias, window_u, window_k, window_g, window_v, window_beta;
   bool raw_inputs = false;  ///< the policy's window mode: raw_inputs, else corrected_values
+  int32_t key_heads = 0;    ///< key heads of a packed `qkv` (0: q, k and v come apart)
 
   gdn_args() { name_arrays(*this); }
+  /// The array whose device the step runs on.
+  const array& first() const { return qkv.given() ? qkv : q; }
   template <class F>
   void for_each_array(F&& f) {
     common_args::for_each_array(f);
     f("q", q, false);
     f("k", k, false);
     f("v", v, false);
+    f("qkv", qkv, false);
     f("o", o, true);
     f("a", a, false);
     f("b", b, false);
@@ -111,6 +116,7 @@ struct gdn_args : common_args {
   void for_each_scalar(F&& f) {
     common_args::for_each_scalar(f);
     f("raw_inputs", raw_inputs);
+    f("key_heads", key_heads);
   }
 };
 
@@ -342,10 +348,54 @@ rs::status mamba2_step(const step_call& call, const mamba2_args& a) {
   });
 }
 
-/// A Gated DeltaNet decode or verify step on `Backend`, on the device of `q`.
+namespace detail {
+
+/// Views of a packed `qkv` ([rows, 2 * key_heads * key_dim + value_heads * value_dim], its
+/// last dimension contiguous) as q, k and v, with value_heads and value_dim from `o`.
+inline rs::status unpack_qkv(gdn_args& a) {
+  checker c("gated_deltanet", a.qkv.device, a.qkv.device_id);
+  c.unused(a.q, "q, k and v come packed in qkv here").unused(a.k, "q, k and v come packed in qkv here");
+  c.unused(a.v, "q, k and v come packed in qkv here");
+  const int64_t any2[] = {-1, -1}, any3[] = {-1, -1, -1};
+  c.activation(a.qkv).strided(a.qkv, a.qkv.type, 2, any2,
+                              "batch * tokens, 2 * key_heads * key_dim + value_heads * value_dim");
+  c.strided(a.o, a.qkv.type, 3, any3, "batch * tokens, value_heads, value_dim");
+  if (!c.status().ok()) return c.status();
+  const int64_t values = a.o.shape[1] * a.o.shape[2], keys = (a.qkv.shape[1] - values) / 2;
+  if (a.key_heads < 1 || keys < 1 || 2 * keys + values != a.qkv.shape[1] || keys % a.key_heads != 0)
+    return c.fail(a.qkv, std::to_string(a.qkv.shape[1]) + " columns are not 2 * key_heads * key_dim + " +
+                             std::to_string(values) + " (value_heads * value_dim of o) with key_heads=" +
+                             std::to_string(a.key_heads))
+        .status();
+  const int64_t K = keys / a.key_heads;
+  auto part = [&](const char* name, int64_t column, int64_t heads, int64_t dim) {
+    array view = a.qkv;
+    view.name = name;
+    view.data = static_cast<uint8_t*>(a.qkv.data) + column * element_size(a.qkv.type);
+    view.ndim = 3;
+    view.shape[1] = heads, view.shape[2] = dim;
+    view.strides[1] = dim, view.strides[2] = 1;
+    return view;
+  };
+  a.q = part("q", 0, a.key_heads, K);
+  a.k = part("k", keys, a.key_heads, K);
+  a.v = part("v", 2 * keys, a.o.shape[1], a.o.shape[2]);
+  a.qkv = array{};
+  return {};
+}
+
+}  // namespace detail
+
+/// A Gated DeltaNet decode or verify step on `Backend`, on the device of `q` (or `qkv`).
 template <class Backend>
-rs::status gdn_step(const step_call& call, const gdn_args& a) {
+rs::status gdn_step(const step_call& call, const gdn_args& given) {
   const char* who = "gated_deltanet";
+  gdn_args a = given;
+  if (a.qkv.given()) {
+    if (rs::status s = detail::unpack_qkv(a); !s) return s;
+  } else if (a.key_heads != 0) {
+    return rs::status::error(std::string(who) + ": key_heads is for a packed qkv, and q, k and v come apart here");
+  }
   checker c(who, a.q.device, a.q.device_id);
   const int64_t any3[] = {-1, -1, -1};
   c.activation(a.q).strided(a.q, a.q.type, 3, any3, "batch * tokens, key_heads, key_dim");

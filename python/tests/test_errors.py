@@ -119,6 +119,26 @@ def test_gdn_arguments_are_checked():
         error(rs.GDNBuffers, shared, GDN, 2, "float32")
 
 
+def test_packed_qkv_is_checked():
+    rng = np.random.default_rng(4)
+    buffers = rs.GDNBuffers(POLICY, GDN, 2, "float32")
+    args = {k: v.astype(np.float32) for k, v in {**gdn_inputs(rng, 2, GDN), **gdn_weights(rng, GDN)}.items()}
+    q, k, v = (args.pop(n) for n in ("q", "k", "v"))
+    qkv = np.concatenate([q.reshape(2, -1), k.reshape(2, -1), v.reshape(2, -1)], axis=1)
+    cursors = buffers.cursors.copy()
+    assert "gated_deltanet: q: q, k and v come packed in qkv here" in \
+        error(rs.gdn_decode, buffers, q, None, None, **args, qkv=qkv)
+    assert ("gated_deltanet: qkv: 191 columns are not 2 * key_heads * key_dim + 64 (value_heads * value_dim of o) "
+            "with key_heads=2") in error(rs.gdn_decode, buffers, None, None, None, **args, qkv=qkv[:, 1:])
+    assert "gated_deltanet: qkv: its last dimension must be contiguous" in \
+        error(rs.gdn_decode, buffers, None, None, None, **args, qkv=np.asfortranarray(qkv))
+    assert (buffers.cursors == cursors).all()
+    assert "gated_deltanet: key_heads is for a packed qkv" in error(
+        rs._native.gdn_step, *rs._steps.arguments("gdn_step", {
+            "kind": "decode", "policy": POLICY.index, "tokens": 1, "pad_slot_id": -1, "seed": 0, "raw_inputs": False,
+            "key_heads": 2}, {**buffers.arrays, **args, "q": q, "k": k, "v": v, "o": np.zeros_like(v)}))
+
+
 def test_wrong_objects_are_type_errors(mamba2):
     buffers, args = mamba2
     with pytest.raises(TypeError, match="expected GDNBuffers, got Mamba2Buffers"):

@@ -62,3 +62,24 @@ def test_pad_slot_id_may_be_any_id_outside_the_slots():
     layer = Layer("mamba2", rs.replay_policy(8), MAMBA2, num_slots=3, dtype="float32", rng=np.random.default_rng(4))
     for _ in range(12):
         assert layer.decode([2, 99, 0], pad_slot_id=99) <= 1e-5
+
+
+def test_packed_qkv_steps_as_q_k_v_apart():
+    """A Gated DeltaNet step on q, k and v packed in one row per token (an engine's projection
+    output) gives the outputs and states of the same step on them apart, bit for bit."""
+    apart, packed = (Layer("gated_deltanet", rs.replay_policy(8), GDN, num_slots=3, dtype="float32",
+                           rng=np.random.default_rng(5)) for _ in range(2))
+    slots = np.array([2, 0], np.int32)
+    for _ in range(20):  # flushes included
+        library, _ = apart.inputs(2)
+        qkv = np.concatenate([library[n].reshape(2, -1) for n in ("q", "k", "v")], axis=1)
+        # A row stride wider than the row, as a slice of a larger projection output leaves it.
+        wide = np.zeros((2, qkv.shape[1] + 8), np.float32)
+        wide[:, :qkv.shape[1]] = qkv
+        want = rs.gdn_decode(apart.buffers, **library, **apart.weights, slot_indices=slots)
+        gates = {n: library[n] for n in ("a", "b")}
+        got = rs.gdn_decode(packed.buffers, None, None, None, **gates, **packed.weights, slot_indices=slots,
+                            qkv=wide[:, :qkv.shape[1]])
+        assert np.array_equal(got, want)
+    for slot in range(3):
+        assert np.array_equal(packed.buffers.read_state(slot), apart.buffers.read_state(slot))
