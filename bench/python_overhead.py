@@ -95,7 +95,7 @@ def main():
         wrapper = lambda: engine.gated_delta_rule_update(  # noqa: E731
             buffers.checkpoint, mixed, inputs["a"], inputs["b"], inputs["A_log"], inputs["dt_bias"], slots,
             out=out, buffers=buffers)
-        scalars = {"raw_inputs": False}
+        scalars = {"raw_inputs": False, "key_heads": 0}
     else:
         H, P, N, G = shape
         inputs = {"x": tensor(B, H, P), "dt": tensor(B, H, scale=0.3), "B": tensor(B, G, N), "C": tensor(B, G, N),
