@@ -14,9 +14,9 @@ from ._buffers import GDNBuffers, LayerBuffers, Mamba2Buffers, is_torch
 # the torch ops take them: (name, role), role `str`, `int` or `bool` for a scalar, `read` or
 # `written` for an array.
 FIELDS = {op: tuple(fields) for op, fields in _native.step_fields.items()}
-SCALARS = {op: tuple((n, r) for n, r in fields if r not in ("read", "written")) for op, fields in FIELDS.items()}
-ARRAYS = {op: tuple(n for n, r in fields if r in ("read", "written")) for op, fields in FIELDS.items()}
-_SCALAR_NAMES = {op: tuple(n for n, _ in scalars) for op, scalars in SCALARS.items()}
+_ARRAY_ROLES = ("read", "written")
+_SCALAR_NAMES = {op: tuple(n for n, r in fields if r not in _ARRAY_ROLES) for op, fields in FIELDS.items()}
+_ARRAY_NAMES = {op: tuple(n for n, r in fields if r in _ARRAY_ROLES) for op, fields in FIELDS.items()}
 # The array whose framework (NumPy or PyTorch) a step's arrays share.
 _FIRST = {"mamba2_step": "x", "gdn_step": "a", "commit_drafts": "accepted_counts"}
 _NATIVE = {op: getattr(_native, op) for op in FIELDS}
@@ -25,7 +25,7 @@ _NATIVE = {op: getattr(_native, op) for op in FIELDS}
 def arguments(op: str, scalars: dict, arrays: dict) -> list:
     """The positional arguments of ``op`` (``FIELDS`` order) from its scalars and arrays by
     name (arrays not named: None)."""
-    return [*map(scalars.__getitem__, _SCALAR_NAMES[op]), *map(arrays.get, ARRAYS[op])]
+    return [*map(scalars.__getitem__, _SCALAR_NAMES[op]), *map(arrays.get, _ARRAY_NAMES[op])]
 
 
 def run(op: str, scalars: dict, arrays: dict) -> None:
