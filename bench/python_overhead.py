@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""What calling a replay step from Python costs over calling its C++ launcher, on a GPU.
+"""What calling a replay step from Python costs over calling its C++ launcher, on a GPU (or the CPU).
 
 For one decode step (Nemotron-Nano Mamba-2 or Qwen3.5-4B Gated DeltaNet layer, BF16
 activations, FP32 state, replay W = 16) it measures the host time of one call:
@@ -16,7 +16,11 @@ and the device time per step of a CUDA graph of 64 steps captured from the C++ l
 the Python API (nothing of Python is inside a graph: the two should match). Prints one line
 per measurement and their overhead over `cpp`.
 
-    python bench/python_overhead.py [--model nemotron-nano|qwen3.5-4b] [--batch 1] [--iters 2000]
+    python bench/python_overhead.py [--model nemotron-nano|qwen3.5-4b|tiny-mamba2|tiny-gdn]
+                                    [--batch 1] [--iters 2000] [--device cuda|cpu]
+
+On the CPU (`--device cpu`, no graphs) the launcher's own work is the step's: take the tiny
+shapes there.
 """
 
 import argparse
@@ -28,21 +32,28 @@ import torch
 import replayssm as rs
 from replayssm import _native, engine
 
-MODELS = {"nemotron-nano": rs.Mamba2Shape(96, 80, 128, 8), "qwen3.5-4b": rs.GDNShape(32, 16, 128, 128)}
+# The tiny shapes keep the CPU launcher's own work small (--device cpu).
+MODELS = {"nemotron-nano": rs.Mamba2Shape(96, 80, 128, 8), "qwen3.5-4b": rs.GDNShape(32, 16, 128, 128),
+          "tiny-mamba2": rs.Mamba2Shape(1, 16, 16, 1), "tiny-gdn": rs.GDNShape(1, 1, 16, 16)}
 
 
-def host_time(fn, iters):
+def synchronize(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def host_time(fn, iters, device):
     """Seconds of host time per call of fn(), the GPU kept from falling behind."""
     for _ in range(10):
         fn()
-    torch.cuda.synchronize()
+    synchronize(device)
     total = 0.0
     for _ in range(iters // 100):
         start = time.perf_counter()
         for _ in range(100):
             fn()
         total += time.perf_counter() - start
-        torch.cuda.synchronize()  # keep the launch queue short: host time only
+        synchronize(device)  # keep the launch queue short: host time only
     return total / (iters // 100 * 100)
 
 
@@ -70,19 +81,21 @@ def main():
     parser.add_argument("--model", choices=MODELS, default="nemotron-nano")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--iters", type=int, default=2000)
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     args = parser.parse_args()
+    device = args.device
     shape = MODELS[args.model]
     gdn = isinstance(shape, rs.GDNShape)
     policy = rs.replay_policy(16)
     kind = rs.GDNBuffers if gdn else rs.Mamba2Buffers
-    buffers = kind(policy, shape, args.batch, "bfloat16", device="cuda")
+    buffers = kind(policy, shape, args.batch, "bfloat16", device=device)
     rng = np.random.default_rng(0)
 
     def tensor(*dims, scale=1.0, dtype=torch.bfloat16):
-        return torch.as_tensor(scale * rng.standard_normal(dims), device="cuda").to(dtype)
+        return torch.as_tensor(scale * rng.standard_normal(dims), device=device).to(dtype)
 
     B = args.batch
-    slots = torch.arange(B, dtype=torch.int32, device="cuda")
+    slots = torch.arange(B, dtype=torch.int32, device=device)
     if gdn:
         HV, HK, K, V = shape
         inputs = {"q": tensor(B, HK, K), "k": tensor(B, HK, K), "v": tensor(B, HV, V), "a": tensor(B, HV, scale=0.3),
@@ -99,7 +112,7 @@ def main():
     else:
         H, P, N, G = shape
         inputs = {"x": tensor(B, H, P), "dt": tensor(B, H, scale=0.3), "B": tensor(B, G, N), "C": tensor(B, G, N),
-                  "z": tensor(B, H, P), "A": -torch.rand(H, device="cuda"), "D": tensor(H, dtype=torch.float32),
+                  "z": tensor(B, H, P), "A": -torch.rand(H, device=device), "D": tensor(H, dtype=torch.float32),
                   "dt_bias": tensor(H, dtype=torch.float32)}
         out = torch.empty_like(inputs["x"])
         native_args = {**buffers.arrays, **inputs, "y": out, "slot_indices": slots}
@@ -115,9 +128,9 @@ def main():
         return native_step(*op_args, repeats=repeats)
 
     cpp(10)
-    torch.cuda.synchronize()
+    synchronize(device)
     timings = {"cpp": min(cpp(args.iters) for _ in range(3))}
-    torch.cuda.synchronize()
+    synchronize(device)
     calls = {
         "native": lambda: native_step(*op_args),
         "op": lambda: op(*op_args),
@@ -125,18 +138,24 @@ def main():
         "engine": wrapper,
     }
     for name, fn in calls.items():
-        timings[name] = min(host_time(fn, args.iters) for _ in range(3))
+        timings[name] = min(host_time(fn, args.iters, device) for _ in range(3))
 
     print(f"model {args.model}, batch {B}, {policy}, bf16 activations, torch {torch.__version__}, "
-          f"{torch.cuda.get_device_name()}")
+          f"{torch.cuda.get_device_name() if device == 'cuda' else 'cpu'}")
     for name, seconds in timings.items():
         extra = "" if name == "cpp" else f"  (+{(seconds - timings['cpp']) * 1e6:.2f} us over cpp)"
         print(f"host_us_per_call {name:7s} {seconds * 1e6:8.2f}{extra}")
-    in_graph = {"cpp": graph_time(lambda: cpp(1)), "api": graph_time(calls["api"])}
+    if device == "cuda":
+        report_graphs(cpp, calls["api"])
+    buffers.take_errors()
+
+
+def report_graphs(cpp, api):
+    """The device time per step of the C++ launcher and of the Python API in CUDA graphs."""
+    in_graph = {"cpp": graph_time(lambda: cpp(1)), "api": graph_time(api)}
     for name, seconds in in_graph.items():
         print(f"graph_us_per_step {name:7s} {seconds * 1e6:8.2f}")
     print(f"graph_overhead_us_per_step {(in_graph['api'] - in_graph['cpp']) * 1e6:.2f}")
-    buffers.take_errors()
 
 
 if __name__ == "__main__":
