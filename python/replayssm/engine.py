@@ -24,7 +24,7 @@ def _per_head(t, dims: int):
     already is one is returned as it is: each torch call from Python costs about a
     microsecond or two of host time per step."""
     if t.dim() > dims:  # the first element of each repeat: t[..., 0, 0] as one view
-        t = t.as_strided(t.shape[:dims], t.stride()[:dims], t.storage_offset())
+        t = t.as_strided(t.shape[:dims], t.stride()[:dims])
     if t.dtype is not _float32:
         t = t.float()
     return t if t.is_contiguous() else t.contiguous()
