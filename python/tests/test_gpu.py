@@ -120,27 +120,3 @@ def test_arrays_on_another_device_are_rejected():
     library["B"] = library["B"].cpu()
     with pytest.raises(ValueError, match="mamba2: B: is on cpu, the step runs on cuda:0"):
         layer.run("decode", library, [1, 0])
-
-
-def test_engine_wrapper_under_torch_compile():
-    from replayssm import engine
-
-    rng = np.random.default_rng(3)
-    eager, compiled = (Layer("mamba2", rs.replay_policy(16), NANO, 4, "bfloat16", np.random.default_rng(4),
-                             Arrays(DEVICE)) for _ in range(2))
-    P, N = NANO.head_dim, NANO.state_dim
-    slots = torch.tensor([2, 0], dtype=torch.int32, device=DEVICE)
-
-    def update(buffers, x, dt, A, B, C, D, z, dt_bias):
-        return engine.selective_state_update(buffers.checkpoint, x, dt[..., None].expand(-1, -1, P),
-                                             A[:, None, None].expand(-1, P, N), B, C, D, z, dt_bias,
-                                             dt_softplus=True, state_batch_indices=slots, buffers=buffers)
-
-    fn = torch.compile(update, fullgraph=True)
-    for _ in range(20):
-        eager.rng = compiled.rng = rng
-        library, _ = eager.inputs(2)
-        names = ("x", "dt", "A", "B", "C", "D", "z", "dt_bias")
-        a = update(eager.buffers, *[{**library, **eager.weights}[n] for n in names])
-        b = fn(compiled.buffers, *[{**library, **compiled.weights}[n] for n in names])
-        assert torch.equal(a, b)

@@ -89,3 +89,37 @@ def test_engine_wrappers_take_vllm_conventions():
         engine.gated_delta_rule_update(h.buffers.checkpoint, mixed, inputs["a"], inputs["b"], h.weights["A_log"],
                                        h.weights["dt_bias"], slots, out=out, buffers=h.buffers)
         assert torch.equal(want, out)
+
+
+CUDA = torch.cuda.is_available() and rs.has_cuda
+
+
+@pytest.mark.parametrize("device,shape,dtype", [
+    ("cpu", MAMBA2, "float32"),
+    pytest.param("cuda", rs.Mamba2Shape(96, 80, 128, 8), "bfloat16",
+                 marks=pytest.mark.skipif(not CUDA, reason="needs a CUDA device and a module built with CUDA")),
+])
+def test_engine_wrapper_under_torch_compile(device, shape, dtype):
+    """The Mamba-2 wrapper with vLLM's tied dt, A and D, compiled as one graph, gives the
+    eager call's bits."""
+    from replayssm import engine
+
+    rng = np.random.default_rng(3)
+    eager, compiled = (Layer("mamba2", rs.replay_policy(16), shape, 4, dtype, np.random.default_rng(4),
+                             Arrays(device)) for _ in range(2))
+    P, N = shape.head_dim, shape.state_dim
+    slots = torch.tensor([2, 0], dtype=torch.int32, device=device)
+
+    def update(buffers, x, dt, A, B, C, D, z, dt_bias):
+        return engine.selective_state_update(buffers.checkpoint, x, dt[..., None].expand(-1, -1, P),
+                                             A[:, None, None].expand(-1, P, N), B, C, D[:, None].expand(-1, P), z,
+                                             dt_bias, dt_softplus=True, state_batch_indices=slots, buffers=buffers)
+
+    fn = torch.compile(update, fullgraph=True)
+    for _ in range(20):
+        eager.rng = compiled.rng = rng
+        library, _ = eager.inputs(2)
+        names = ("x", "dt", "A", "B", "C", "D", "z", "dt_bias")
+        a = update(eager.buffers, *[{**library, **eager.weights}[n] for n in names])
+        b = fn(compiled.buffers, *[{**library, **compiled.weights}[n] for n in names])
+        assert torch.equal(a, b)
