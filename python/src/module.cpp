@@ -103,7 +103,7 @@ class arrays {
         throw nb::type_error((std::string(who) + ": " + field + " must be " +
                               (std::is_same_v<std::decay_t<decltype(v)>, bool>          ? "a bool"
                                : std::is_same_v<std::decay_t<decltype(v)>, std::string> ? "a string"
-                                                                                         : "an integer"))
+                                                                                        : "an integer"))
                                  .c_str());
     });
     args.for_each_array([&](const char* field, array& a, bool written) {
@@ -219,10 +219,13 @@ nb::list step_fields() {
   nb::list fields;
   args.for_each_scalar([&](const char* name, auto& v) {
     using T = std::decay_t<decltype(v)>;
-    fields.append(nb::make_tuple(name, std::is_same_v<T, std::string> ? "str" : std::is_same_v<T, bool> ? "bool" : "int"));
+    fields.append(nb::make_tuple(name, std::is_same_v<T, std::string> ? "str"
+                                       : std::is_same_v<T, bool>      ? "bool"
+                                                                      : "int"));
   });
-  args.for_each_array(
-      [&](const char* name, array&, bool written) { fields.append(nb::make_tuple(name, written ? "written" : "read")); });
+  args.for_each_array([&](const char* name, array&, bool written) {
+    fields.append(nb::make_tuple(name, written ? "written" : "read"));
+  });
   return fields;
 }
 
@@ -262,7 +265,8 @@ double run_gdn(const nb::args& values, nb::handle stream, int repeats) {
   step_call call;
   call_of(args, held.stream_of(args.first(), stream), call).throw_if_error();
   return run_on_device(
-      args.first(), [&] { return gdn_step<cpu_backend>(call, args); }, [&] { return cuda_gdn_step(call, args); }, repeats);
+      args.first(), [&] { return gdn_step<cpu_backend>(call, args); }, [&] { return cuda_gdn_step(call, args); },
+      repeats);
 }
 
 void run_commit(const nb::args& values, nb::handle stream) {

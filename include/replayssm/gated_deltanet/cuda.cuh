@@ -75,8 +75,7 @@ __global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush &
   else
     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, at.lane);
   if (parts > 1) __syncthreads();
-  if (at.part == 0 && at.lane == 0 && v.state.cursor != nullptr)
-    *v.state.cursor = next_cursor(plan, step_kind::decode);
+  if (at.part == 0 && at.lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, step_kind::decode);
 }
 
 /// The snapshot baseline's verify step: one block per (request, value head), a row per thread.
@@ -96,8 +95,8 @@ template <class Policy, warp::copy_engine Engine, bool Flush, class Act>
 status launch_gdn_warp_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   constexpr bool whole_rows = Flush && warp::gdn_warp_flush_path<Policy> == warp::gdn_flush_path::whole_rows;
   return launch_warp_kernel(gdn_warp_kernel<Policy, Act, Engine, Flush>,
-                            warp::gdn_warp_layout<Policy, Flush>::make(p.shape()).bytes, p, d, stream,
-                            "gated_deltanet", whole_rows ? warp_step_threads / 32 : 1);
+                            warp::gdn_warp_layout<Policy, Flush>::make(p.shape()).bytes, p, d, stream, "gated_deltanet",
+                            whole_rows ? warp_step_threads / 32 : 1);
 }
 
 /// A decode step on the warp steps with the copy engine `Engine` (validated and planned
