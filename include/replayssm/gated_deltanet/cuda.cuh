@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush &
   // The stream starts before the cursor is read: its latency hides behind the state's.
   auto stream = warp::start_gdn_stream<Flush, Engine>(v.state, shape, smem, at.lane, rows);
   const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
-  if constexpr (Flush && warp::gdn_warp_flush_path<Policy> == warp::gdn_flush_path::whole_rows)
+  if constexpr (Flush && warp::gdn_row_flushes<Policy>)
     warp::gdn_warp_row_flush(stream, v.in, v.state, shape, plan, smem, at.lane, rows);
   else if constexpr (Flush)
     warp::gdn_warp_flush(stream, v.in, v.state, shape, plan, smem, at.lane);
@@ -93,10 +93,9 @@ namespace detail {
 /// so step); a flush on whole rows may split a head's rows over several warps.
 template <class Policy, warp::copy_engine Engine, bool Flush, class Act>
 status launch_gdn_warp_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
-  constexpr bool whole_rows = Flush && warp::gdn_warp_flush_path<Policy> == warp::gdn_flush_path::whole_rows;
   return launch_warp_kernel(gdn_warp_kernel<Policy, Act, Engine, Flush>,
                             warp::gdn_warp_layout<Policy, Flush>::make(p.shape()).bytes, p, d, stream, "gated_deltanet",
-                            whole_rows ? warp_step_threads / 32 : 1);
+                            Flush && warp::gdn_row_flushes<Policy> ? warp_step_threads / 32 : 1);
 }
 
 /// A decode step on the warp steps with the copy engine `Engine` (validated and planned
@@ -141,8 +140,7 @@ bool gdn_bulk_copies_fit(const gdn_params<Act>& p, const device_limits& d) {
 template <class Policy>
 bool gdn_warp_decodes(gdn_layer_shape s) {
   if constexpr (Policy::is_writeback)
-    return warp::gdn_warp_flush_path<Policy> == warp::gdn_flush_path::whole_rows &&
-           warp::gdn_row_flush_config<Policy>::supported(s);
+    return warp::gdn_row_flushes<Policy> && warp::gdn_row_flush_config<Policy>::supported(s);
   else
     return warp::gdn_warp_config<Policy>::supported(s);
 }

@@ -258,10 +258,6 @@ REPLAYSSM_HOST_DEVICE void fold_row(const Exec& ex, gdn_row_part<Lanes>& s, cons
   s.add_outer(gated_deltanet::corrected_value(beta, v, row_dot(ex, s, k, K, lane)), k, K, lane);
 }
 
-}  // namespace detail
-
-namespace detail {
-
 /// Stages entry j's log decay, decay and write strength (the window's from the ring, the
 /// step's tokens' from their inputs; a window entry's write strength in the `raw_inputs`
 /// mode only).

@@ -148,6 +148,10 @@ inline constexpr gdn_flush_path gdn_warp_flush_path =
         ? gdn_flush_path::column_passes
         : gdn_flush_path::whole_rows;
 
+/// Whether the flushes of `Policy` run on whole rows (`gdn_warp_row_flush`).
+template <class Policy>
+inline constexpr bool gdn_row_flushes = gdn_warp_flush_path<Policy> == gdn_flush_path::whole_rows;
+
 /// Whether the flushes of `Policy` run on a warp step (either path).
 template <class Policy>
 inline constexpr bool gdn_warp_flushes = gdn_warp_flush_path<Policy> != gdn_flush_path::head_step;
@@ -157,7 +161,7 @@ inline constexpr bool gdn_warp_flushes = gdn_warp_flush_path<Policy> != gdn_flus
 /// entries and token) and query, then per-entry floats. (A read step's window u rows, 8 KB
 /// at W = 16, stay in memory: staged here they allowed 10 warps per SM instead of 16.)
 template <class Policy, bool Flush = false,
-          bool Rows = Flush && gdn_warp_flush_path<Policy> == gdn_flush_path::whole_rows>
+          bool Rows = Flush && gdn_row_flushes<Policy>>
 struct gdn_warp_layout {
   static constexpr int window = Policy::window;
   using config = std::conditional_t<Flush, gdn_flush_config<Policy>, gdn_warp_config<Policy>>;
@@ -209,7 +213,7 @@ __device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_laye
   using stream_t = typename gdn_warp_layout<Policy, Flush>::config::template stream<Engine>;
   auto& storage = *reinterpret_cast<typename stream_t::TempStorage*>(smem);
   const int32_t elements = s.value_dim * s.key_dim;
-  if constexpr (Flush && gdn_warp_flush_path<Policy> == gdn_flush_path::whole_rows) {
+  if constexpr (Flush && gdn_row_flushes<Policy>) {
     // Piece u of a stage: unit u of its rows; a unit of every row is V chunks.
     const int32_t unit_elements = s.value_dim * stream_t::chunk_elems;
     return stream_t(storage, st.checkpoint, rows.first * stream_t::chunk_elems, rows.count * stream_t::chunk_elems,
@@ -633,8 +637,7 @@ template <class Stream, class Policy, class Act>
 __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& in,
                                    const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, const step_plan& plan,
                                    uint8_t* smem, int lane, row_range span = gdn_row_flush_config<Policy>::all_rows) {
-  static_assert(gdn_warp_flush_path<Policy> == gdn_flush_path::whole_rows,
-                "gdn_warp_row_flush: this policy's flushes take another path");
+  static_assert(gdn_row_flushes<Policy>, "gdn_warp_row_flush: this policy's flushes take another path");
   using config = gdn_row_flush_config<Policy>;
   // The shape as constants (`gdn_row_config::supported`): the row part's column checks
   // against K fold away.
