@@ -106,6 +106,13 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+/// One 16-byte `cp.async` from global `from` to shared `to` (both 16-byte aligned).
+__device__ __forceinline__ void cp_async16(void* to, const void* from) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(to)), "l"(from) : "memory");
+}
+#endif
+
 /// Copies `bytes` from global `from` to shared `to` with the warp's lanes: 16-byte
 /// `cp.async` pieces when both ends and the size allow it (wait with `lanes_wait`), else
 /// plain byte loads (complete on return). Every lane calls it.
@@ -114,9 +121,7 @@ __device__ __forceinline__ void lanes_copy(void* to, const void* from, uint32_t 
   const auto* src = static_cast<const uint8_t*>(from);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if (aligned16(dst) && aligned16(src) && bytes % 16 == 0) {
-    for (uint32_t at = uint32_t(lane) * 16; at < bytes; at += 32 * 16)
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(dst + at)), "l"(src + at)
-                   : "memory");
+    for (uint32_t at = uint32_t(lane) * 16; at < bytes; at += 32 * 16) cp_async16(dst + at, src + at);
     return;
   }
 #endif
@@ -135,9 +140,7 @@ __device__ __forceinline__ void lanes_gather(void* to, const void* from, int pie
   if (Bytes % 16 == 0 && aligned16(dst) && aligned16(src) && stride % 16 == 0) {
     constexpr uint32_t per_piece = Bytes / 16;
     for (uint32_t i = uint32_t(lane); i < uint32_t(pieces) * per_piece; i += 32)
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(dst + i * 16)),
-                   "l"(src + int64_t(i / per_piece) * stride + i % per_piece * 16)
-                   : "memory");
+      cp_async16(dst + i * 16, src + int64_t(i / per_piece) * stride + i % per_piece * 16);
     return;
   }
 #endif
