@@ -165,6 +165,69 @@ void require_outputs_agree(const Act* cpu, const Act* gpu, size_t n) {
   REQUIRE(worst <= output_tolerance<Act>() * std::max(scale, 1.0));
 }
 
+/// A CPU and a GPU copy of `slots` slots under `Policy`, the case's first `c.num_slots` drawn
+/// at random and the same in both, and the case's inputs (for up to `tokens` per request).
+template <class R, class Policy, class Act>
+struct twin_states {
+  std::mt19937_64 rng;
+  typename R::template inputs<Act> in;
+  typename R::template state<Policy, Act> cpu, gpu;
+  twin_states(const typename R::case_type& c, int tokens, int slots, int drafts)
+      : rng(c.seed), in(c, rng, tokens), cpu(c.shape, slots, drafts), gpu(c.shape, slots, drafts) {
+    for (int slot = 0; slot < c.num_slots; ++slot) {
+      const auto init = R::random_state(c.shape, rng);
+      cpu.set_state(slot, init);
+      gpu.set_state(slot, init);
+    }
+  }
+};
+
+/// Requires every stepped request's drafts' outputs (rows of `tokens` * `ys` per request)
+/// on the GPU within the activation's tolerance of the CPU's.
+template <class Act>
+void require_round_outputs_agree(const std::vector<Act>& cpu, const std::vector<Act>& gpu, const round_plan& plan,
+                                 int tokens, size_t ys) {
+  for (size_t b = 0; b < plan.drafts.size(); ++b)
+    require_outputs_agree(cpu.data() + b * tokens * ys, gpu.data() + b * tokens * ys, size_t(plan.drafts[b]) * ys);
+}
+
+/// Rounds of verify + commit on the CPU and on the GPU from the same state and inputs:
+/// checkpoints and cursors must be the same bytes, outputs agree within the activation's
+/// tolerance (the warp steps sum in their own order).
+template <class R, class Policy, class Act>
+void require_spec_bit_identical(const typename R::case_type& c, int tokens, int rounds) {
+  twin_states<R, Policy, Act> twins(c, tokens, c.num_slots, tokens);
+  auto& rng = twins.rng;
+  auto& in = twins.in;
+  auto &cpu_state = twins.cpu, &gpu_state = twins.gpu;
+  const std::vector<int32_t> slots = request_slots(c);
+  const size_t ys = R::outputs(c.shape);
+  std::vector<Act> y_cpu(size_t(c.batch) * tokens * ys), y_gpu(y_cpu.size());
+  const auto runners = device_spec_runners<R, Policy, Act>();
+  for (int round = 0; round < rounds; ++round) {
+    in.draw(rng);
+    const round_plan plan(c.batch, tokens, round, rng);
+    typename R::template state<Policy, Act>::params p;
+    in.bind(p, c);
+    plan.apply(p);
+    p.seed = c.seed;
+    p.slot_indices = slots.data();
+    cpu_state.bind(p, false);
+    R::output(p) = y_cpu.data();
+    REQUIRE(cpu::replay_verify_step<Policy>(p).ok());
+    REQUIRE(cpu::commit_drafts(p).ok());
+    gpu_state.bind(p, false);
+    R::output(p) = y_gpu.data();
+    REQUIRE(runners.verify(p, gpu_state).ok());
+    REQUIRE(runners.commit(p, gpu_state).ok());
+    INFO("round " << round);
+    require_round_outputs_agree(y_cpu, y_gpu, plan, tokens, ys);
+    REQUIRE(cpu_state.checkpoint_values(1) == gpu_state.checkpoint_values(1));
+    REQUIRE(std::memcmp(cpu_state.cursors.data(), gpu_state.cursors.data(),
+                        cpu_state.cursors.size() * sizeof(replay_cursor)) == 0);
+  }
+}
+
 /// Runs `steps` decode steps of Policy on the CPU and on the GPU (blocks of `Threads` where
 /// the block kernels run) from the same state and inputs and requires identical bytes of a
 /// request's checkpoint (the flush's arithmetic is one definition), and outputs that agree

@@ -3,9 +3,12 @@
 /// The ready-made CUDA kernels of the Gated DeltaNet steps (decode, speculative verify and the
 /// snapshot baseline) and their launchers. Decode steps run on the warp steps
 /// (gated_deltanet/warp_step.cuh: one warp per value head, the state streamed): a replay
-/// step's read and flush (flushes that recompute u or fold windows over 16 on the head step),
-/// and the write-back step; verify and snapshot steps and the shapes the warp steps do not
-/// cover run the head step of the CPU path, one block per (request, value head). Commits and device
+/// step's read and flush (flushes of windows over 16 on the head step), and the write-back
+/// step. A verify step of up to 4 drafts runs on them too: a flush launch of the committed
+/// entries of the requests whose drafts would not fit, then a read launch of every request,
+/// each drafts read in one pass over the state. More drafts, the snapshot baseline and the
+/// shapes the warp steps do not cover run the head step of the CPU path, one block per
+/// (request, value head). Commits and device
 /// error flags are shared by every recurrence (runtime/cuda_launch.cuh).
 #pragma once
 
@@ -48,34 +51,41 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
       FlushesOnly);
 }
 
-/// The read (`Flush` false) or flush warp kernel: each warp steps one value head of one
-/// request planned so, or a part of its rows (`detail::warp_place`; flushes on whole rows
-/// only), the warps of one head meeting at one barrier before the cursor moves
-/// (gated_deltanet/warp_step.cuh). A write-back step is the flush of a window of one. (Its
-/// warps checking their requests themselves, as Mamba-2's do, instead of the planner: 614 us
-/// against 588 at batch 512 on the H200, each warp comparing its request's slot with every
-/// other; no gain at 128 and 256.)
-template <class Policy, class Act, warp::copy_engine Engine, bool Flush>
-__global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush && !Policy::is_writeback>)
+/// The read (`Flush` false) or flush warp kernel of a step of `Kind` (a verify step's read
+/// takes up to `Tokens` drafts): each warp steps one value head of one request planned so,
+/// or a part of its rows (`detail::warp_place`; flushes on whole rows only), the warps of
+/// one head meeting at one barrier before the cursor moves (gated_deltanet/warp_step.cuh). A
+/// verify step's read steps every request it plans, after the flush of the committed entries
+/// of those planned to flush. A write-back step is the flush of a window of one. (Its warps checking their requests
+/// themselves, as Mamba-2's do, instead of the planner: 614 us against 588 at batch 512 on
+/// the H200, each warp comparing its request's slot with every other; no gain at 128 and 256.)
+template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode,
+          int Tokens = 1>
+__global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush && !Policy::is_writeback, Tokens>)
     gdn_warp_kernel(const gdn_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   extern __shared__ float4 warp_storage[];
   const detail::warp_place at(parts);
-  if (at.h >= p.heads || p.request_plans[at.b] != (Flush ? request_plan::flush : request_plan::read)) return;
+  if (at.h >= p.heads) return;
+  const request_plan planned = p.request_plans[at.b];
+  if (Kind == step_kind::verify && !Flush ? planned == request_plan::skip
+                                          : planned != (Flush ? request_plan::flush : request_plan::read))
+    return;
   const gdn_head_views<Policy, Act> v(p, at.b, at.h, request_slot(p, at.b));
   const gdn_layer_shape shape = p.shape();
   uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
   const warp::row_range rows = warp::gdn_row_flush_config<Policy>::part_rows(parts, at.part);
   // The stream starts before the cursor is read: its latency hides behind the state's.
-  auto stream = warp::start_gdn_stream<Flush, Engine>(v.state, shape, smem, at.lane, rows);
-  const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
+  auto stream = warp::start_gdn_stream<Flush, Engine, Kind>(v.state, shape, smem, at.lane, rows);
+  const step_plan plan = plan_step<Kind>(v.state, Kind == step_kind::decode ? 1 : v.in.tokens);
   if constexpr (Flush && warp::gdn_row_flushes<Policy>)
     warp::gdn_warp_row_flush(stream, v.in, v.state, shape, plan, smem, at.lane, rows);
   else if constexpr (Flush)
-    warp::gdn_warp_flush(stream, v.in, v.state, shape, plan, smem, at.lane);
+    warp::gdn_warp_flush<Kind>(stream, v.in, v.state, shape, plan, smem, at.lane);
   else
-    warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, at.lane);
+    warp::gdn_warp_read<Tokens>(stream, v.in, v.state, shape, plan, smem, at.lane);
+  if (Kind == step_kind::verify && Flush) return;  // the verify read that follows moves the cursor
   if (parts > 1) __syncthreads();
-  if (at.part == 0 && at.lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, step_kind::decode);
+  if (at.part == 0 && at.lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, Kind);
 }
 
 /// The snapshot baseline's verify step: one block per (request, value head), a row per thread.
@@ -89,13 +99,15 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 
 namespace detail {
 
-/// Launches the read (`Flush` false) or flush warp kernel over every request (those planned
-/// so step); a flush on whole rows may split a head's rows over several warps.
-template <class Policy, warp::copy_engine Engine, bool Flush, class Act>
+/// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind` over every
+/// request (those planned so step); a flush on whole rows may split a head's rows over
+/// several warps.
+template <class Policy, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode, int Tokens = 1,
+          class Act>
 status launch_gdn_warp_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
-  return launch_warp_kernel(gdn_warp_kernel<Policy, Act, Engine, Flush>,
-                            warp::gdn_warp_layout<Policy, Flush>::make(p.shape()).bytes, p, d, stream, "gated_deltanet",
-                            Flush && warp::gdn_row_flushes<Policy> ? warp_step_threads / 32 : 1);
+  return launch_warp_kernel(gdn_warp_kernel<Policy, Act, Engine, Flush, Kind, Tokens>,
+                            warp::gdn_warp_layout<Policy, Flush, Tokens>::make(p.shape()).bytes, p, d, stream,
+                            "gated_deltanet", Flush && warp::gdn_row_flushes<Policy> ? warp_step_threads / 32 : 1);
 }
 
 /// A decode step on the warp steps with the copy engine `Engine` (validated and planned
@@ -145,22 +157,56 @@ bool gdn_warp_decodes(gdn_layer_shape s) {
     return warp::gdn_warp_config<Policy>::supported(s);
 }
 
+/// A verify step on the warp steps with the copy engine `Engine` (validated and planned
+/// params, up to `gdn_warp_verify_tokens` drafts): the committed entries of the requests whose
+/// drafts would not fit after them are flushed first, then every request reads the state once
+/// for all its drafts.
+template <class Policy, warp::copy_engine Engine, class Act>
+status gdn_warp_verify_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+  constexpr warp::copy_engine flush_engine = warp::gdn_row_flushes<Policy> ? warp::copy_engine::lanes : Engine;
+  if (status s = launch_gdn_warp_step<Policy, flush_engine, true, step_kind::verify>(p, d, stream); !s) return s;
+  return launch_gdn_warp_step<Policy, Engine, false, step_kind::verify, gdn_warp_verify_tokens>(p, d, stream);
+}
+
+/// Whether the verify steps of `p` run on the warp steps: up to `gdn_warp_verify_tokens`
+/// drafts, of a shape both the read step and the flush cover.
+template <class Policy, class Act>
+bool gdn_warp_verifies(const gdn_params<Act>& p) {
+  using warp::gdn_flush_path;
+  constexpr gdn_flush_path path = warp::gdn_warp_flush_path<Policy>;
+  const gdn_layer_shape s = p.shape();
+  if constexpr (Policy::is_writeback || path == gdn_flush_path::head_step)
+    return false;
+  else if constexpr (path == gdn_flush_path::column_passes)
+    return p.tokens <= gdn_warp_verify_tokens && warp::gdn_warp_config<Policy>::supported(s) &&
+           warp::gdn_flush_config<Policy>::supported(s);
+  else
+    return p.tokens <= gdn_warp_verify_tokens && warp::gdn_warp_config<Policy>::supported(s) &&
+           warp::gdn_row_flush_config<Policy>::supported(s);
+}
+
 /// A decode or verify step for every request of `p` (device memory): the plans, then the
 /// step of the requests planned to run. A replay decode step whose shape the warp steps
-/// cover runs on them (copy engine `Engine`, or the bulk engine where it can).
+/// cover runs on them (copy engine `Engine`, or the bulk engine where it can), and so does a
+/// verify step's read of up to `gdn_warp_verify_tokens` drafts.
 template <class Policy, int Threads, step_kind Kind, class Act>
 status gdn_tokens_step(const gdn_params<Act>& p, cudaStream_t stream, const warp::copy_engine* engine = nullptr) {
   if (status s = validate_gdn<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
   if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
   const size_t smem = gdn_scratch_layout::make(p.shape(), Policy::window, p.tokens).bytes();
-  if constexpr (Kind == step_kind::decode) {
-    if (p.batch > 0 && gdn_warp_decodes<Policy>(p.shape())) {
-      device_limits d;
-      if (status s = query_device(d); !s) return s;
-      const bool bulk = engine != nullptr ? *engine == warp::copy_engine::bulk : gdn_bulk_copies_fit<Policy>(p, d);
-      return bulk ? gdn_warp_decode_step<Policy, warp::copy_engine::bulk, Threads>(p, d, smem, stream)
-                  : gdn_warp_decode_step<Policy, warp::copy_engine::lanes, Threads>(p, d, smem, stream);
-    }
+  const bool warp_steps =
+      Kind == step_kind::decode ? gdn_warp_decodes<Policy>(p.shape()) : gdn_warp_verifies<Policy>(p);
+  if (p.batch > 0 && warp_steps) {
+    device_limits d;
+    if (status s = query_device(d); !s) return s;
+    using warp::copy_engine;
+    const bool bulk = engine != nullptr ? *engine == copy_engine::bulk : gdn_bulk_copies_fit<Policy>(p, d);
+    if constexpr (Kind == step_kind::decode)
+      return bulk ? gdn_warp_decode_step<Policy, copy_engine::bulk, Threads>(p, d, smem, stream)
+                  : gdn_warp_decode_step<Policy, copy_engine::lanes, Threads>(p, d, smem, stream);
+    else if constexpr (!Policy::is_writeback && warp::gdn_warp_flushes<Policy>)
+      return bulk ? gdn_warp_verify_step<Policy, copy_engine::bulk>(p, d, stream)
+                  : gdn_warp_verify_step<Policy, copy_engine::lanes>(p, d, stream);
   }
   return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream, "gated_deltanet");
 }

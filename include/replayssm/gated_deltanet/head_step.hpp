@@ -16,7 +16,7 @@
 ///    row, entry by entry, S = exp(g_j) S + u_j k_j^T. A decode step whose token fills the
 ///    window folds the token too, with u from the row itself, as conventional decoding does;
 ///    the write-back policy (a window of one) is exactly that.
-///  - open tokens (not folded): with R the read copy (or the new checkpoint after a flush),
+///  - open tokens (not folded): with R the read copy (as a verify step's flush stored it),
 ///        S_{t-1} k_t = exp(G) R k_t + sum_e exp(G_e) (k_e . k_t) u_e
 ///        u_t = beta_t (v_t - exp(g_t) S_{t-1} k_t)
 ///        o_t = exp(G') R q_t + sum_{e <= t} exp(G'_e) (k_e . q_t) u_e
@@ -379,7 +379,7 @@ REPLAYSSM_HOST_DEVICE void flush_row(const Exec& ex, gdn_row_part<Lanes>& s, con
 
 /// The row pass: every state row folds the flushed entries (writing the checkpoint and read
 /// copy; `detail::flush_row`), then forms u and the output of every open token from the
-/// state and the window's u. Writes the outputs and the open tokens' u to the window. Ends
+/// state as stored and the window's u. Writes the outputs and the open tokens' u to the window. Ends
 /// without a barrier.
 template <step_kind Kind, class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& in,
@@ -398,7 +398,10 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
     if (plan.writes_checkpoint) {
       s.load(st.checkpoint_source.data != nullptr ? st.checkpoint_source : st.checkpoint, p, V, K, lane);
       detail::flush_row(ex, s, in, st, shape, plan, l, scratch, p, lane, key);
-    } else {
+    }
+    // The open tokens read the state as stored (a verify step's too, after its flush), as
+    // every read step does: the GPU's verify reads it back after a launch of its own.
+    if (!outputs_from_flush(plan)) {
       if constexpr (Policy::shared_state)
         s.load(st.checkpoint, p, V, K, lane);
       else

@@ -156,17 +156,22 @@ inline constexpr bool gdn_row_flushes = gdn_warp_flush_path<Policy> == gdn_flush
 template <class Policy>
 inline constexpr bool gdn_warp_flushes = gdn_warp_flush_path<Policy> != gdn_flush_path::head_step;
 
-/// One warp's shared memory for a read (`Flush` false) or flush step (bytes, 16-byte aligned
-/// regions): the stream's ring, the normalized keys (a read step's token; a flush's window
-/// entries and token) and query, then per-entry floats. (A read step's window u rows, 8 KB
-/// at W = 16, stay in memory: staged here they allowed 10 warps per SM instead of 16.)
-template <class Policy, bool Flush = false,
-          bool Rows = Flush && gdn_row_flushes<Policy>>
+/// One warp's shared memory for a read (`Flush` false; of up to `Tokens` tokens) or flush
+/// step (bytes, 16-byte aligned regions): the stream's ring, the normalized keys (a read
+/// step's tokens; a flush's window entries and token) and queries, then per-entry floats:
+/// log decays, a flush's fold coefficients, a read step's tokens' write strengths and
+/// coefficients (`coef_pitch` per token). (A read step's window u rows, 8 KB at W = 16, stay
+/// in memory: staged here they allowed 10 warps per SM instead of 16.)
+template <class Policy, bool Flush = false, int Tokens = 1, bool Rows = Flush && gdn_row_flushes<Policy>>
 struct gdn_warp_layout {
+  static_assert(Tokens >= 1 && Tokens <= max_draft_tokens && (!Flush || Tokens == 1),
+                "gdn_warp_layout: a read step takes 1 to max_draft_tokens tokens, a flush one");
   static constexpr int window = Policy::window;
+  /// Coefficients per token: the entries a token sees (its window and itself).
+  static constexpr int coef_pitch = window + 1;
   using config = std::conditional_t<Flush, gdn_flush_config<Policy>, gdn_warp_config<Policy>>;
   static constexpr uint32_t stream_bytes = sizeof(typename config::template stream<copy_engine::bulk>::TempStorage);
-  uint32_t key, query, log_decay, fold_coef, key_coef, query_coef, bytes;
+  uint32_t key, query, log_decay, fold_coef, beta, key_coef, query_coef, bytes;
 
   static constexpr uint32_t align16(uint32_t n) { return (n + 15u) / 16u * 16u; }
   __host__ __device__ static gdn_warp_layout make(gdn_layer_shape s) {
@@ -177,12 +182,13 @@ struct gdn_warp_layout {
       at += align16(n);
       return start;
     };
-    l.key = take((Flush ? window : 1) * uint32_t(s.key_dim) * 4);
-    l.query = take(uint32_t(s.key_dim) * 4);
+    l.key = take((Flush ? window : Tokens) * uint32_t(s.key_dim) * 4);
+    l.query = take(Tokens * uint32_t(s.key_dim) * 4);
     l.log_decay = take((window + 1) * 4);
-    l.fold_coef = take(Flush ? window * 4 : 0);
-    l.key_coef = take(Flush ? 0 : window * 4);
-    l.query_coef = take(Flush ? 0 : (window + 1) * 4);
+    l.fold_coef = take(Flush ? (window + 1) * 4 : 0);
+    l.beta = take(Flush ? 0 : Tokens * 4);
+    l.key_coef = take(Flush ? 0 : Tokens * coef_pitch * 4);
+    l.query_coef = take(Flush ? 0 : Tokens * coef_pitch * 4);
     l.bytes = (at + 127u) / 128u * 128u;
     return l;
   }
@@ -191,7 +197,7 @@ struct gdn_warp_layout {
 /// A flush's shared memory on whole rows: the ring, then the head step's scratch for one
 /// token (`gdn_scratch_layout`), 16-byte aligned.
 template <class Policy>
-struct gdn_warp_layout<Policy, true, true> {
+struct gdn_warp_layout<Policy, true, 1, true> {
   using config = gdn_row_flush_config<Policy>;
   static constexpr uint32_t stream_bytes =
       (sizeof(typename config::template stream<copy_engine::lanes>::TempStorage) + 15u) / 16u * 16u;
@@ -204,9 +210,10 @@ struct gdn_warp_layout<Policy, true, true> {
 };
 
 /// The stream a read step of a head consumes (its read copy, or the checkpoint in shared
-/// mode), or a flush (`Flush`: the checkpoint, twice over in columns or once in whole rows:
-/// `rows` of them, all by default), started at once: call it before any other load of the step.
-template <bool Flush, copy_engine Engine, class Policy, class Act>
+/// mode), or a flush of a step of `Kind` (`Flush`: the checkpoint, in columns twice over for
+/// a decode step's flush and once for a verify step's, or once in whole rows: `rows` of
+/// them, all by default), started at once: call it before any other load of the step.
+template <bool Flush, copy_engine Engine, step_kind Kind = step_kind::decode, class Policy, class Act>
 __device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, uint8_t* smem, int lane,
                                  row_range rows = gdn_row_flush_config<Policy>::all_rows) {
   static_assert(!Flush || gdn_warp_flushes<Policy>, "start_gdn_stream: this policy's flushes run the head step");
@@ -219,7 +226,7 @@ __device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_laye
     return stream_t(storage, st.checkpoint, rows.first * stream_t::chunk_elems, rows.count * stream_t::chunk_elems,
                     lane, 1, unit_elements);
   } else if constexpr (Flush)
-    return stream_t(storage, st.checkpoint, 0, elements, lane, 2);
+    return stream_t(storage, st.checkpoint, 0, elements, lane, Kind == step_kind::decode ? 2 : 1);
   else if constexpr (Policy::shared_state)
     return stream_t(storage, st.checkpoint, 0, elements, lane);
   else
@@ -262,6 +269,16 @@ struct row_chains {
     return math::add(math::add(c[0], c[1]), math::add(c[2], c[3]));
   }
 };
+
+/// The entries a read step sees, as a plan of their own: the window from the first entry a
+/// verify step's flush left (`plan.folded`) on.
+__device__ inline step_plan unfolded(step_plan plan) {
+  plan.start = plan.ring_slot(plan.folded);
+  plan.length -= plan.folded;
+  plan.folded = 0;
+  plan.writes_checkpoint = false;
+  return plan;
+}
 
 /// A flush stage's share of one lane in registers: its rows' chunks of each unit.
 template <int Units, int Rows, int Kc>
@@ -324,11 +341,12 @@ __device__ void warp_l2_normalize(const Act* in, int32_t K, float* out, float sc
   for (int32_t i = lane; i < K; i += 32) out[i] = l2_normalized(to_float(in[i]), norm, scale);
 }
 
-/// The window's coefficients, with the bits of `stage_gdn_coefficients` for one token at
-/// entry L < W: key_coef[e] = exp(decay e -> L) (k_e . k_L) for e < L and query_coef[e] =
-/// exp(decay e -> L) (k_e . q) for e <= L. Four lanes form each dot (a chain each): lane
-/// `lane` takes entries lane / 4, lane / 4 + 8, ... Their keys load into registers at
-/// construction, all before any is used, so that they arrive with the token's own inputs.
+/// The window's coefficients, with the bits of `stage_gdn_coefficients`: for token t at
+/// entry L + t < W, key_coef[e] = exp(decay e -> L + t) (k_e . k_t) for e < L + t and
+/// query_coef[e] = exp(decay e -> L + t) (k_e . q_t) for e <= L + t. Four lanes form each dot
+/// (a chain each): lane `lane` takes entries lane / 4, lane / 4 + 8, ... The window's keys
+/// load into registers at construction, all before any is used, so that they arrive with the
+/// tokens' own inputs.
 template <int W>
 struct window_keys {
   static constexpr int groups = 32 / gdn_dot_chains, rounds = (W + groups - 1) / groups;
@@ -351,21 +369,26 @@ struct window_keys {
     }
   }
 
-  /// Forms the coefficients from the normalized token key and query and the log decays in
-  /// shared memory (entry L's key is the token's own).
-  __device__ void coefficients(const step_plan& plan, int32_t K, const float* key, const float* query,
+  /// Forms the coefficients of token t (entry L + t) from the normalized keys and queries of
+  /// the step's tokens (`keys`, `queries`: K floats each) and the log decays in shared
+  /// memory: key_coef[e] for e < L + t, query_coef[e] for e <= L + t (entries from L on are
+  /// the step's tokens).
+  __device__ void coefficients(const step_plan& plan, int32_t K, int32_t t, const float* keys, const float* queries,
                                const float* log_decay, float* key_coef, float* query_coef, int lane) const {
-    const int32_t L = plan.length, chain = lane % gdn_dot_chains;
+    const int32_t L = plan.length, last = L + t, chain = lane % gdn_dot_chains;
+    const float* key = keys + t * K;
+    const float* query = queries + t * K;
 #pragma unroll
     for (int r = 0; r < rounds; ++r) {
       const int32_t e = lane / gdn_dot_chains + r * groups;
-      if (e > L) break;  // the same for a group's four lanes
+      if (e > last) break;  // the same for a group's four lanes
+      const float* token_key = keys + (e - L) * K;  // entry e >= L: the step's token e - L
       float dk = 0.0f, dq = 0.0f;
 #pragma unroll
       for (int i = 0; i < columns; ++i) {
         const int32_t col = (chain + gdn_dot_chains * (i / gdn_column_block)) * gdn_column_block + i % gdn_column_block;
         if (col >= K) break;
-        const float k_e = e < L ? k[r][i] : key[col];
+        const float k_e = e < L ? k[r][i] : token_key[col];
         dk = math::fma(k_e, key[col], dk);
         dq = math::fma(k_e, query[col], dq);
       }
@@ -376,8 +399,8 @@ struct window_keys {
       dq += __shfl_xor_sync(group_mask, dq, 1);
       dq += __shfl_xor_sync(group_mask, dq, 2);
       if (chain == 0) {
-        const float decay = math::exp(suffix_log_decay(log_decay, e, L + 1));
-        if (e < L) key_coef[e] = math::mul(decay, dk);
+        const float decay = math::exp(suffix_log_decay(log_decay, e, last + 1));
+        if (e < last) key_coef[e] = math::mul(decay, dk);
         query_coef[e] = math::mul(decay, dq);
       }
     }
@@ -387,126 +410,182 @@ struct window_keys {
 }  // namespace detail
 
 /// A read step of one value head by one warp, from `stream` (`start_gdn_stream<false>`;
-/// `smem` the warp's `gdn_warp_layout<Policy>` bytes): the output and u of the token from
-/// the read copy and the window, the token appended (k by the key head's appending value
-/// head). `plan` must not write the checkpoint. The cursor is the caller's to advance.
-template <class Stream, class Policy, class Act>
+/// `smem` the warp's `gdn_warp_layout<Policy, false, Tokens>` bytes): the outputs and u of the
+/// step's tokens from the read copy and the window, the tokens appended (k by the key head's
+/// appending value head). A decode step has one token; a verify step up to `Tokens` drafts,
+/// each seeing the drafts before it: the one pass over the state queries it with every
+/// token's k_t and q_t. The entries a verify step's flush folds (`gdn_warp_flush<
+/// step_kind::verify>` or `gdn_warp_row_flush`, before this step) are already in the state it
+/// reads. A decode `plan` must not write the checkpoint. The cursor is the caller's to advance.
+template <int Tokens = 1, class Stream, class Policy, class Act>
 __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
-                              gdn_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
+                              gdn_layer_shape s, const step_plan& folding_plan, uint8_t* smem, int lane) {
+  // The entries a verify step's flush folded first are in the state read: the window starts
+  // after them.
+  const step_plan plan = detail::unfolded(folding_plan);
+  const int32_t L = plan.length;
   using config = gdn_warp_config<Policy>;
   using format = typename config::format;
+  using layout_t = gdn_warp_layout<Policy, false, Tokens>;
   constexpr int R = config::rows_per_lane, UPS = config::units_per_stage, Kc = format::chunk_elems;
-  constexpr int W = Policy::window, V = config::value_dim;
-  const int32_t K = s.key_dim, L = plan.length;
-  const auto l = gdn_warp_layout<Policy>::make(s);
+  constexpr int W = Policy::window, V = config::value_dim, E = layout_t::coef_pitch;
+  const int32_t K = s.key_dim;
+  const int32_t T = Tokens == 1 ? 1 : (plan.tokens < Tokens ? plan.tokens : Tokens);  // the planner skips more
+  const auto l = layout_t::make(s);
   auto floats = [&](uint32_t offset) { return reinterpret_cast<float*>(smem + offset); };
 
-  // The window's u rows on their way to L2 while the token's inputs are read.
+  // The window's u rows on their way to L2 while the tokens' inputs are read.
   constexpr int lines_per_row = V * 4 / 128;
   for (int32_t i = lane; i < L * lines_per_row; i += 32)
     prefetch_l2(st.window_u + plan.ring_slot(i / lines_per_row) * st.window_u_stride + i % lines_per_row * 32);
-  float v[R];
-#pragma unroll
-  for (int i = 0; i < R; ++i) v[i] = to_float(in.v.at(0)[lane + 32 * i]);
-  const float beta = gated_deltanet::write_strength(to_float(in.b.at(0)[0]));
-  const float token_log_decay = gated_deltanet::log_decay(to_float(in.a.at(0)[0]), in.A_log, in.dt_bias);
   const detail::window_keys<W> window_keys(st, plan, K, lane);
   float* key = floats(l.key);
   float* query = floats(l.query);
-  detail::warp_l2_normalize(in.k.at(0), K, key, 1.0f, lane);
-  detail::warp_l2_normalize(in.q.at(0), K, query, gated_deltanet::query_scale(K), lane);
   float* log_decay = floats(l.log_decay);
-  for (int32_t e = lane; e <= L; e += 32)
-    log_decay[e] = e < L ? st.window_g[plan.ring_slot(e) * st.window_g_stride] : token_log_decay;
+  float* beta = floats(l.beta);
+  for (int32_t t = 0; t < T; ++t) {
+    detail::warp_l2_normalize(in.k.at(t), K, key + t * K, 1.0f, lane);
+    detail::warp_l2_normalize(in.q.at(t), K, query + t * K, gated_deltanet::query_scale(K), lane);
+  }
+  for (int32_t e = lane; e < L + T; e += 32) {
+    if (e < L) {
+      log_decay[e] = st.window_g[plan.ring_slot(e) * st.window_g_stride];
+    } else {
+      log_decay[e] = gated_deltanet::log_decay(to_float(in.a.at(e - L)[0]), in.A_log, in.dt_bias);
+      beta[e - L] = gated_deltanet::write_strength(to_float(in.b.at(e - L)[0]));
+    }
+  }
   __syncwarp();
-  // The coefficients before the stream: their inputs arrived with the token's.
+  // The coefficients before the stream: their inputs arrived with the tokens'.
   float* key_coef = floats(l.key_coef);
   float* query_coef = floats(l.query_coef);
-  window_keys.coefficients(plan, K, key, query, log_decay, key_coef, query_coef, lane);
+  for (int32_t t = 0; t < T; ++t)
+    window_keys.coefficients(plan, K, t, key, query, log_decay, key_coef + t * E, query_coef + t * E, lane);
 
-  // The pass over the state: each lane's rows with k_t and q_t, chain by chain.
-  detail::row_chains<R> by_key, by_query;
+  // The pass over the state: each lane's rows with every token's k_t (in the chains of the
+  // head step's order: u_t enters the window and a later flush folds it into the
+  // checkpoint) and q_t (the output: one sum, its own order).
+  detail::row_chains<R> by_key[Tokens];
+  float by_query[Tokens][R] = {};
   stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
     const int32_t column0 = stage * config::stage_columns;
 #pragma unroll
     for (int unit = 0; unit < UPS; ++unit) {
       const int32_t column = column0 + unit * Kc;
-      float k[Kc], q[Kc];
-      load_scratch(key + column, k);
-      load_scratch(query + column, q);
+      float x[R][Kc];
 #pragma unroll
       for (int i = 0; i < R; ++i) {
         const int chunk = unit * V + lane + 32 * i;
-        float x[Kc];
-        format::decode(data + chunk * format::data_bytes_per_chunk, scales + chunk * format::scale_bytes_per_chunk, x);
+        format::decode(data + chunk * format::data_bytes_per_chunk, scales + chunk * format::scale_bytes_per_chunk,
+                       x[i]);
+      }
 #pragma unroll
-        for (int e = 0; e < Kc; ++e) {
-          by_key.acc[i][0] = math::fma(x[e], k[e], by_key.acc[i][0]);
-          by_query.acc[i][0] = math::fma(x[e], q[e], by_query.acc[i][0]);
-        }
+      for (int t = 0; t < Tokens; ++t) {
+        if (t >= T) break;  // the same for every lane
+        float k[Kc], q[Kc];
+        load_scratch(key + t * K + column, k);
+        load_scratch(query + t * K + column, q);
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+#pragma unroll
+          for (int e = 0; e < Kc; ++e) {
+            by_key[t].acc[i][0] = math::fma(x[i][e], k[e], by_key[t].acc[i][0]);
+            by_query[t][i] = math::fma(x[i][e], q[e], by_query[t][i]);
+          }
       }
       // A unit that closes a column block turns the chains.
-      if ((column + Kc) % gdn_column_block == 0) by_key.turn(), by_query.turn();
+      if ((column + Kc) % gdn_column_block == 0)
+#pragma unroll
+        for (int t = 0; t < Tokens; ++t) by_key[t].turn();
     }
   });
 
-  // The window's terms, after the stream.
-  const float state_decay = math::exp(suffix_log_decay(log_decay, -1, L + 1));
-  // Every row's u values load before any is used: one L2 round trip.
-  float window_u[R][W];
+  // The window's terms, after the stream, in the head step's order (`gdn_rows`).
+  const int blocks = K / gdn_column_block;
+  float by_key_total[Tokens][R];
+#pragma unroll
+  for (int t = 0; t < Tokens; ++t)
+#pragma unroll
+    for (int i = 0; i < R; ++i) by_key_total[t][i] = by_key[t].total(i, blocks);
+  // Every row's u values and the tokens' v load before any is used: one L2 round trip.
+  float window_u[R][W], v[Tokens][R];
 #pragma unroll
   for (int e = 0; e < W; ++e)
 #pragma unroll
     for (int i = 0; i < R; ++i)
       window_u[i][e] = e < L ? st.window_u[plan.ring_slot(e) * st.window_u_stride + lane + 32 * i] : 0.0f;
-  const int32_t ring = plan.ring_slot(L);
-  const int blocks = K / gdn_column_block;
+#pragma unroll
+  for (int t = 0; t < Tokens; ++t)
+#pragma unroll
+    for (int i = 0; i < R; ++i) v[t][i] = t < T ? to_float(in.v.at(t)[lane + 32 * i]) : 0.0f;
+  float state_decay[Tokens];
+#pragma unroll
+  for (int t = 0; t < Tokens; ++t) state_decay[t] = math::exp(suffix_log_decay(log_decay, -1, L + t + 1));
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int32_t p = lane + 32 * i;
-    float key_term = math::mul(state_decay, by_key.total(i, blocks));
-    float query_term = math::mul(state_decay, by_query.total(i, blocks));
+    float u[Tokens];
 #pragma unroll
-    for (int e = 0; e < W; ++e) {
-      if (e >= L) break;
-      key_term = math::fma(key_coef[e], window_u[i][e], key_term);
-      query_term = math::fma(query_coef[e], window_u[i][e], query_term);
+    for (int t = 0; t < Tokens; ++t) {
+      if (t >= T) break;
+      const float* kc = key_coef + t * E;
+      const float* qc = query_coef + t * E;
+      float key_term = math::mul(state_decay[t], by_key_total[t][i]);
+      float query_term = math::mul(state_decay[t], by_query[t][i]);
+#pragma unroll
+      for (int e = 0; e < W; ++e) {
+        if (e >= L) break;
+        key_term = math::fma(kc[e], window_u[i][e], key_term);
+        query_term = math::fma(qc[e], window_u[i][e], query_term);
+      }
+#pragma unroll
+      for (int j = 0; j < t; ++j) key_term = math::fma(kc[L + j], u[j], key_term);
+      u[t] = gated_deltanet::corrected_value(beta[t], v[t][i], key_term);
+#pragma unroll
+      for (int j = 0; j <= t; ++j) query_term = math::fma(qc[L + j], u[j], query_term);
+      const int32_t ring = plan.ring_slot(L + t);
+      in.o.at(t)[p] = from_float<Act>(query_term);
+      st.window_u[ring * st.window_u_stride + p] = u[t];
+      if constexpr (keeps_raw_inputs<Policy>) st.window_v[ring * st.window_v_stride + p] = in.v.at(t)[p];
     }
-    const float u = gated_deltanet::corrected_value(beta, v[i], key_term);
-    query_term = math::fma(query_coef[L], u, query_term);
-    in.o.at(0)[p] = from_float<Act>(query_term);
-    st.window_u[ring * st.window_u_stride + p] = u;
-    if constexpr (keeps_raw_inputs<Policy>) st.window_v[ring * st.window_v_stride + p] = in.v.at(0)[p];
   }
-  if (st.appends_key)
-    for (int32_t c = lane; c < K; c += 32) st.window_k[ring * st.window_k_stride + c] = key[c];
-  if (lane == 0) {
-    st.window_g[ring * st.window_g_stride] = token_log_decay;
-    if constexpr (keeps_raw_inputs<Policy>) st.window_beta[ring * st.window_beta_stride] = beta;
+  for (int32_t t = 0; t < T; ++t) {
+    const int32_t ring = plan.ring_slot(L + t);
+    if (st.appends_key)
+      for (int32_t c = lane; c < K; c += 32) st.window_k[ring * st.window_k_stride + c] = key[t * K + c];
+    if (lane == 0) {
+      st.window_g[ring * st.window_g_stride] = log_decay[L + t];
+      if constexpr (keeps_raw_inputs<Policy>) st.window_beta[ring * st.window_beta_stride] = beta[t];
+    }
   }
 }
 
-/// A flush of one value head by one warp on the column passes (`gdn_warp_flush_path`; the
-/// token fills the window), from `stream` (`start_gdn_stream<true>`: the checkpoint twice over; `smem` the
-/// warp's `gdn_warp_layout<Policy, true>` bytes): the window's entries and the token folded
-/// into the checkpoint, the output from the new state. The token's u needs the dot product
-/// of its whole row with k_t once the window is folded, and a lane sees a few columns of
-/// every row per stage; so the first pass folds the window and forms that dot product, and
-/// the second folds again, adds the token and stores. The arithmetic per element is the head
-/// step's: the window in closed form (`decayed_checkpoint`, then `fold_entry` per entry), the
-/// token as `fold_row` folds it, so that the checkpoint has the CPU's bits. The cursor is the
-/// caller's to advance. A separate read copy is written from each stage of the second pass,
-/// rounded to nearest as the head step writes it.
-template <class Stream, class Policy, class Act>
+/// A flush of one value head by one warp on the column passes (`gdn_warp_flush_path`), from
+/// `stream` (`start_gdn_stream<true, Engine, Kind>`; `smem` the warp's `gdn_warp_layout<Policy,
+/// true>` bytes). A decode step's flush (the token fills the window) folds the window's
+/// entries and the token into the checkpoint and writes the output from the new state. The
+/// token's u needs the dot product of its whole row with k_t once the window is folded, and a
+/// lane sees a few columns of every row per stage; so the first pass folds the window and
+/// forms that dot product, and the second folds again, adds the token and stores. A verify
+/// step's flush (`Kind = step_kind::verify`) folds the committed entries only, in one pass,
+/// and writes no output: the verify read that follows reads the new state. The arithmetic per
+/// element is the head step's: the window in closed form (`decayed_checkpoint`, then
+/// `fold_entry` per entry), the token as `fold_row` folds it, so that the checkpoint has the
+/// CPU's bits. The cursor is the caller's to advance. A separate read copy is written from
+/// each stage of the storing pass, rounded to nearest as the head step writes it.
+template <step_kind Kind = step_kind::decode, class Stream, class Policy, class Act>
 __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
                                gdn_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
   static_assert(gdn_warp_flush_path<Policy> == gdn_flush_path::column_passes,
                 "gdn_warp_flush: this policy's flushes take another path");
   using config = gdn_flush_config<Policy>;
   using format = typename config::format;
+  constexpr bool folds_token = Kind == step_kind::decode;
   constexpr int R = config::rows_per_lane, UPS = config::units_per_stage, Kc = format::chunk_elems;
-  constexpr int W = Policy::window, V = config::value_dim;
-  const int32_t K = s.key_dim, L = plan.length;  // the window's entries; the token is entry L
+  // The window's entries: a decode step's token is the last of W, a verify step's committed
+  // entries may fill the window.
+  constexpr int W = Policy::window, V = config::value_dim, entries = folds_token ? W - 1 : W;
+  const int32_t K = s.key_dim, L = plan.length;  // the window's entries; a decode step's token is entry L
   const auto l = gdn_warp_layout<Policy, true>::make(s);
   float* keys = reinterpret_cast<float*>(smem + l.key);
   float* query = reinterpret_cast<float*>(smem + l.query);
@@ -517,20 +596,22 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
   for (int32_t j = 0; j < L; ++j)
     lanes_copy(keys + j * K, st.window_k + plan.ring_slot(j) * st.window_k_stride, uint32_t(K) * 4, lane);
   lanes_commit();
-  float u[R][W - 1];
+  float u[R][entries];
 #pragma unroll
-  for (int j = 0; j < W - 1; ++j)
+  for (int j = 0; j < entries; ++j)
 #pragma unroll
     for (int i = 0; i < R; ++i)
       u[i][j] = j < L ? st.window_u[plan.ring_slot(j) * st.window_u_stride + lane + 32 * i] : 0.0f;
-  float v[R];
-#pragma unroll
-  for (int i = 0; i < R; ++i) v[i] = to_float(in.v.at(0)[lane + 32 * i]);
-  const float beta = gated_deltanet::write_strength(to_float(in.b.at(0)[0]));
-  const float token_log_decay = gated_deltanet::log_decay(to_float(in.a.at(0)[0]), in.A_log, in.dt_bias);
+  float v[R] = {}, beta = 0.0f, token_log_decay = 0.0f;
   const float* token_key = keys + L * K;
-  detail::warp_l2_normalize(in.k.at(0), K, keys + L * K, 1.0f, lane);
-  detail::warp_l2_normalize(in.q.at(0), K, query, gated_deltanet::query_scale(K), lane);
+  if constexpr (folds_token) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) v[i] = to_float(in.v.at(0)[lane + 32 * i]);
+    beta = gated_deltanet::write_strength(to_float(in.b.at(0)[0]));
+    token_log_decay = gated_deltanet::log_decay(to_float(in.a.at(0)[0]), in.A_log, in.dt_bias);
+    detail::warp_l2_normalize(in.k.at(0), K, keys + L * K, 1.0f, lane);
+    detail::warp_l2_normalize(in.q.at(0), K, query, gated_deltanet::query_scale(K), lane);
+  }
   for (int32_t j = lane; j <= L; j += 32)
     log_decay[j] = j < L ? st.window_g[plan.ring_slot(j) * st.window_g_stride] : token_log_decay;
   lanes_wait<0>();
@@ -540,7 +621,7 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
   for (int32_t j = lane; j <= L; j += 32) fold_coef[j] = fold_decay(log_decay, j, L);
   __syncwarp();
 #pragma unroll
-  for (int j = 0; j < W - 1; ++j)
+  for (int j = 0; j < entries; ++j)
 #pragma unroll
     for (int i = 0; i < R; ++i)
       if (j < L) u[i][j] = weighted_value(fold_coef[j], u[i][j]);
@@ -548,7 +629,7 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
 
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
-  const int32_t S = stream.stages_per_pass();
+  const int32_t S = folds_token ? stream.stages_per_pass() : 0;  // stages of the first pass
   const int blocks = K / gdn_column_block;
   detail::row_chains<R> by_key, by_query;
   float token_u[R] = {};
@@ -567,8 +648,8 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
     return t;
   };
   auto fold = [&](int stage, detail::gdn_stage_tile<UPS, R, Kc>& t) {
-    const bool second = stage >= S;
-    const int32_t column0 = (second ? stage - S : stage) * config::stage_columns;
+    const bool stores = stage >= S;
+    const int32_t column0 = (stores ? stage - S : stage) * config::stage_columns;
 #pragma unroll
     for (int unit = 0; unit < UPS; ++unit) {
       const int32_t column = column0 + unit * Kc;
@@ -580,7 +661,7 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
           for (int e = 0; e < Kc; ++e) t.v[unit][i][e] = decayed_checkpoint(window_decay, t.v[unit][i][e]);
       }
 #pragma unroll
-      for (int j = 0; j < W - 1; ++j) {
+      for (int j = 0; j < entries; ++j) {
         if (j >= L) break;  // the same for every lane
         float k[Kc];
         load_scratch(keys + j * K + column, k);
@@ -589,38 +670,42 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
 #pragma unroll
           for (int e = 0; e < Kc; ++e) t.v[unit][i][e] = fold_entry(t.v[unit][i][e], u[i][j], k[e]);
       }
-      // The token: its decay, then (first pass) the dot with k_t for its u, or (second) its
-      // update, the store and the dot with q_t for the output.
-      float k[Kc], q[Kc];
-      load_scratch(token_key + column, k);
-      load_scratch(query + column, q);
+      // A decode step's token: its decay, then (first pass) the dot with k_t for its u, or
+      // (second) its update and the dot with q_t for the output.
+      if constexpr (folds_token) {
+        float k[Kc], q[Kc];
+        load_scratch(token_key + column, k);
+        load_scratch(query + column, q);
 #pragma unroll
-      for (int i = 0; i < R; ++i) {
+        for (int i = 0; i < R; ++i)
 #pragma unroll
-        for (int e = 0; e < Kc; ++e) {
-          const float x = decayed_checkpoint(token_decay, t.v[unit][i][e]);
-          if (!second) {
-            by_key.acc[i][0] = math::fma(x, k[e], by_key.acc[i][0]);
-          } else {
-            t.v[unit][i][e] = fold_entry(x, token_u[i], k[e]);
-            by_query.acc[i][0] = math::fma(t.v[unit][i][e], q[e], by_query.acc[i][0]);
+          for (int e = 0; e < Kc; ++e) {
+            const float x = decayed_checkpoint(token_decay, t.v[unit][i][e]);
+            if (!stores) {
+              by_key.acc[i][0] = math::fma(x, k[e], by_key.acc[i][0]);
+            } else {
+              t.v[unit][i][e] = fold_entry(x, token_u[i], k[e]);
+              by_query.acc[i][0] = math::fma(t.v[unit][i][e], q[e], by_query.acc[i][0]);
+            }
           }
-        }
-        if (second)
-          st.checkpoint.template store<typename Policy::rounding>(column / Kc * V + lane + 32 * i, t.v[unit][i], key);
+        if ((column + Kc) % gdn_column_block == 0) stores ? by_query.turn() : by_key.turn();
       }
-      if ((column + Kc) % gdn_column_block == 0) second ? by_query.turn() : by_key.turn();
+      if (stores)
+#pragma unroll
+        for (int i = 0; i < R; ++i)
+          st.checkpoint.template store<typename Policy::rounding>(column / Kc * V + lane + 32 * i, t.v[unit][i], key);
     }
     if constexpr (!Policy::shared_state)
-      if (second) detail::store_read_chunks<Policy>(st.read_copy, t, column0, lane, key);
-    if (stage == S - 1) {  // the first pass is complete: the token's u per row
+      if (stores) detail::store_read_chunks<Policy>(st.read_copy, t, column0, lane, key);
+    if (folds_token && stage == S - 1) {  // the first pass is complete: the token's u per row
 #pragma unroll
       for (int i = 0; i < R; ++i) token_u[i] = gated_deltanet::corrected_value(beta, v[i], by_key.total(i, blocks));
     }
   };
   stream.for_each_stage(load, fold);
+  if constexpr (folds_token)
 #pragma unroll
-  for (int i = 0; i < R; ++i) in.o.at(0)[lane + 32 * i] = from_float<Act>(by_query.total(i, blocks));
+    for (int i = 0; i < R; ++i) in.o.at(0)[lane + 32 * i] = from_float<Act>(by_query.total(i, blocks));
 }
 
 /// A flush of one value head by one warp on whole rows (`gdn_warp_flush_path`: the token

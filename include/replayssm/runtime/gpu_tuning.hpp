@@ -42,10 +42,14 @@ inline constexpr int warp_step_min_blocks = Wide ? 3 : 4;
 
 /// Blocks per SM the Gated DeltaNet warp steps' registers are capped for. A read step: 128
 /// registers, so that registers allow the 16 warps per SM its shared memory (13.5 KB per
-/// warp) allows (at 150 registers, 13; the cap spills 32-44 bytes). A flush (`Flush`), whose
-/// shared memory (the window's keys, 21 KB per warp) allows 10 warps: up to 255.
-template <bool Flush>
-inline constexpr int gdn_warp_min_blocks = Flush ? 2 : 4;
+/// warp) allows (at 150 registers, 13; the cap spills 32-44 bytes); a verify read of up to 4
+/// drafts (`Tokens`), whose shared memory (16.5 KB) allows 13 warps: 168. A flush (`Flush`),
+/// whose shared memory (the window's keys, 21 KB per warp) allows 10 warps: up to 255.
+template <bool Flush, int Tokens = 1>
+inline constexpr int gdn_warp_min_blocks = Flush ? 2 : (Tokens > 1 ? 3 : 4);
+
+/// Drafts a Gated DeltaNet verify step reads on the warp read step (more take the head step).
+inline constexpr int gdn_warp_verify_tokens = 4;
 
 /// Lanes of a Gated DeltaNet state row: the write-back and snapshot steps stream the state
 /// and are best with a whole row per thread; replay steps, bound by the latency of their

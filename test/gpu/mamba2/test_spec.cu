@@ -11,69 +11,6 @@ using namespace replayssm_test;
 
 namespace {
 
-/// A CPU and a GPU copy of `slots` slots under `Policy`, the case's first `c.num_slots` drawn
-/// at random and the same in both, and the case's inputs (for up to `tokens` per request).
-template <class Policy, class Act>
-struct twin_states {
-  std::mt19937_64 rng;
-  mamba2_inputs_host<Act> in;
-  mamba2_host_state<Policy, Act> cpu, gpu;
-  twin_states(const mamba2_case& c, int tokens, int slots, int drafts)
-      : rng(c.seed), in(c, rng, tokens), cpu(c.shape, slots, drafts), gpu(c.shape, slots, drafts) {
-    for (int slot = 0; slot < c.num_slots; ++slot) {
-      const auto init = mamba2_harness::random_state(c.shape, rng);
-      cpu.set_state(slot, init);
-      gpu.set_state(slot, init);
-    }
-  }
-};
-
-/// Requires every stepped request's drafts' outputs (rows of `tokens` * `ys` per request)
-/// on the GPU within the activation's tolerance of the CPU's.
-template <class Act>
-void require_round_outputs_agree(const std::vector<Act>& cpu, const std::vector<Act>& gpu, const round_plan& plan,
-                                 int tokens, size_t ys) {
-  for (size_t b = 0; b < plan.drafts.size(); ++b)
-    require_outputs_agree(cpu.data() + b * tokens * ys, gpu.data() + b * tokens * ys, size_t(plan.drafts[b]) * ys);
-}
-
-/// Rounds of verify + commit on the CPU and on the GPU from the same state and inputs:
-/// checkpoints and cursors must be the same bytes, outputs agree within the activation's
-/// tolerance (the warp steps sum in their own order).
-template <class Policy, class Act>
-void require_spec_bit_identical(const mamba2_case& c, int tokens, int rounds) {
-  twin_states<Policy, Act> twins(c, tokens, c.num_slots, tokens);
-  auto& rng = twins.rng;
-  auto& in = twins.in;
-  auto &cpu_state = twins.cpu, &gpu_state = twins.gpu;
-  const std::vector<int32_t> slots = request_slots(c);
-  const size_t ys = mamba2_harness::outputs(c.shape);
-  std::vector<Act> y_cpu(size_t(c.batch) * tokens * ys), y_gpu(y_cpu.size());
-  const auto runners = device_spec_runners<mamba2_harness, Policy, Act>();
-  for (int round = 0; round < rounds; ++round) {
-    in.draw(rng);
-    const round_plan plan(c.batch, tokens, round, rng);
-    mamba2_params<Act> p;
-    in.bind(p, c);
-    plan.apply(p);
-    p.seed = c.seed;
-    p.slot_indices = slots.data();
-    cpu_state.bind(p, false);
-    p.y = y_cpu.data();
-    REQUIRE(cpu::replay_verify_step<Policy>(p).ok());
-    REQUIRE(cpu::commit_drafts(p).ok());
-    gpu_state.bind(p, false);
-    p.y = y_gpu.data();
-    REQUIRE(runners.verify(p, gpu_state).ok());
-    REQUIRE(runners.commit(p, gpu_state).ok());
-    INFO("round " << round);
-    require_round_outputs_agree(y_cpu, y_gpu, plan, tokens, ys);
-    REQUIRE(cpu_state.checkpoint_values(1) == gpu_state.checkpoint_values(1));
-    REQUIRE(std::memcmp(cpu_state.cursors.data(), gpu_state.cursors.data(),
-                        cpu_state.cursors.size() * sizeof(replay_cursor)) == 0);
-  }
-}
-
 /// Rounds of the snapshot baseline in `Format` on the CPU and on the GPU from the same states
 /// and inputs: every slot's state, the drafts' snapshots included, must be the same bytes
 /// (each draft goes on from the state as its predecessor stored it), outputs agree within
@@ -81,7 +18,7 @@ void require_spec_bit_identical(const mamba2_case& c, int tokens, int rounds) {
 template <class Format, class Act>
 void require_snapshot_bit_identical(const mamba2_case& c, int tokens, int rounds) {
   const int slots_total = c.num_slots + c.batch * tokens;
-  twin_states<writeback_policy<Format>, Act> twins(c, tokens, slots_total, 0);
+  twin_states<mamba2_harness, writeback_policy<Format>, Act> twins(c, tokens, slots_total, 0);
   auto &cpu_state = twins.cpu, &gpu_state = twins.gpu;
   std::vector<int32_t> cpu_slots = request_slots(c), cpu_snapshots;
   for (int i = 0; i < c.batch * tokens; ++i) cpu_snapshots.push_back(c.num_slots + i);
@@ -130,8 +67,9 @@ TEST_CASE("gpu mamba2 verify + commit equals sequential decoding of the accepted
 }
 
 TEST_CASE("gpu and cpu mamba2 verify + commit are bit-identical", "[gpu][mamba2][spec]") {
-  require_spec_bit_identical<replay_policy<16, fp32_format>, float>({{8, 80, 128, 2}, 3, 5, true, true, 95}, 4, 60);
-  require_spec_bit_identical<replay_policy<8, nvfp4_format, fp16_format, round_stochastic>, bfloat16_t>(
+  require_spec_bit_identical<mamba2_harness, replay_policy<16, fp32_format>, float>(
+      {{8, 80, 128, 2}, 3, 5, true, true, 95}, 4, 60);
+  require_spec_bit_identical<mamba2_harness, replay_policy<8, nvfp4_format, fp16_format, round_stochastic>, bfloat16_t>(
       {{4, 24, 64, 2}, 3, 5, true, true, 96}, 8, 100);
 }
 
