@@ -65,17 +65,30 @@ __global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush &
     gdn_warp_kernel(const gdn_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   extern __shared__ float4 warp_storage[];
   const detail::warp_place at(parts);
-  if (at.h >= p.heads) return;
-  const request_plan planned = p.request_plans[at.b];
-  if (Kind == step_kind::verify && !Flush ? planned == request_plan::skip
-                                          : planned != (Flush ? request_plan::flush : request_plan::read))
-    return;
-  const gdn_head_views<Policy, Act> v(p, at.b, at.h, request_slot(p, at.b));
+  const int32_t slot = request_slot(p, at.b);
+  // A write-back step flushes every request whose slot is in the pool unless the planner
+  // finds an error, so its stream starts while the planner still runs; the other steps'
+  // warps wait for their plans first.
+  const bool streams_early =
+      Policy::is_writeback && at.h < p.heads && slot != p.pad_slot_id && slot >= 0 && slot < p.num_slots;
+  if (!streams_early) {
+    detail::wait_for_plans();
+    if (at.h >= p.heads) return;
+    const request_plan planned = p.request_plans[at.b];
+    if (Kind == step_kind::verify && !Flush ? planned == request_plan::skip
+                                            : planned != (Flush ? request_plan::flush : request_plan::read))
+      return;
+  }
+  const gdn_head_views<Policy, Act> v(p, at.b, at.h, slot);
   const gdn_layer_shape shape = p.shape();
   uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
   const warp::row_range rows = warp::gdn_row_flush_config<Policy>::part_rows(parts, at.part);
   // The stream starts before the cursor is read: its latency hides behind the state's.
   auto stream = warp::start_gdn_stream<Flush, Engine, Kind>(v.state, shape, smem, at.lane, rows);
+  if (streams_early) {
+    detail::wait_for_plans();
+    if (p.request_plans[at.b] != request_plan::flush) return stream.drain();
+  }
   const step_plan plan = plan_step<Kind>(v.state, Kind == step_kind::decode ? 1 : v.in.tokens);
   if constexpr (Flush && warp::gdn_row_flushes<Policy>)
     warp::gdn_warp_row_flush(stream, v.in, v.state, shape, plan, smem, at.lane, rows);
@@ -100,14 +113,16 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 namespace detail {
 
 /// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind` over every
-/// request (those planned so step); a flush on whole rows may split a head's rows over
-/// several warps.
+/// request (those planned so step; `wait`: `after_planner` for the launch right after the
+/// planner's); a flush on whole rows may split a head's rows over several warps.
 template <class Policy, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode, int Tokens = 1,
           class Act>
-status launch_gdn_warp_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+status launch_gdn_warp_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream,
+                            launch_wait wait = launch_wait::all_before) {
   return launch_warp_kernel(gdn_warp_kernel<Policy, Act, Engine, Flush, Kind, Tokens>,
                             warp::gdn_warp_layout<Policy, Flush, Tokens>::make(p.shape()).bytes, p, d, stream,
-                            "gated_deltanet", Flush && warp::gdn_row_flushes<Policy> ? warp_step_threads / 32 : 1);
+                            "gated_deltanet", Flush && warp::gdn_row_flushes<Policy> ? warp_step_threads / 32 : 1,
+                            wait);
 }
 
 /// A decode step on the warp steps with the copy engine `Engine` (validated and planned
@@ -118,14 +133,18 @@ template <class Policy, warp::copy_engine Engine, int Threads, class Act>
 status gdn_warp_decode_step(const gdn_params<Act>& p, const device_limits& d, size_t smem, cudaStream_t stream) {
   using warp::gdn_flush_path;
   constexpr gdn_flush_path path = warp::gdn_warp_flush_path<Policy>;
-  if constexpr (!Policy::is_writeback)
-    if (status s = launch_gdn_warp_step<Policy, Engine, false>(p, d, stream); !s) return s;
+  // The first launch follows the planner's.
+  launch_wait flush_wait = launch_wait::after_planner;
+  if constexpr (!Policy::is_writeback) {
+    if (status s = launch_gdn_warp_step<Policy, Engine, false>(p, d, stream, launch_wait::after_planner); !s) return s;
+    flush_wait = launch_wait::all_before;
+  }
   if constexpr (path == gdn_flush_path::column_passes) {
     if (warp::gdn_flush_config<Policy>::supported(p.shape()))
-      return launch_gdn_warp_step<Policy, Engine, true>(p, d, stream);
+      return launch_gdn_warp_step<Policy, Engine, true>(p, d, stream, flush_wait);
   } else if constexpr (path == gdn_flush_path::whole_rows) {
     if (warp::gdn_row_flush_config<Policy>::supported(p.shape()))
-      return launch_gdn_warp_step<Policy, warp::copy_engine::lanes, true>(p, d, stream);
+      return launch_gdn_warp_step<Policy, warp::copy_engine::lanes, true>(p, d, stream, flush_wait);
   }
   return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, step_kind::decode, true>, p, smem, Threads, stream,
                             "gated_deltanet");
@@ -164,7 +183,10 @@ bool gdn_warp_decodes(gdn_layer_shape s) {
 template <class Policy, warp::copy_engine Engine, class Act>
 status gdn_warp_verify_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   constexpr warp::copy_engine flush_engine = warp::gdn_row_flushes<Policy> ? warp::copy_engine::lanes : Engine;
-  if (status s = launch_gdn_warp_step<Policy, flush_engine, true, step_kind::verify>(p, d, stream); !s) return s;
+  if (status s =
+          launch_gdn_warp_step<Policy, flush_engine, true, step_kind::verify>(p, d, stream, launch_wait::after_planner);
+      !s)
+    return s;
   return launch_gdn_warp_step<Policy, Engine, false, step_kind::verify, gdn_warp_verify_tokens>(p, d, stream);
 }
 

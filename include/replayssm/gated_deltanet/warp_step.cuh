@@ -328,17 +328,43 @@ struct staged_rows {
   }
 };
 
-/// The L2 normalization of the token's K-vector `in` into shared `out` (scaled by `scale`),
-/// with the bits of `l2_normalize` (its pieces): lane c < K / 16 sums chunk c, every lane adds
-/// the chunk sums in chunk order.
+/// The L2 normalizations of the first `tokens` tokens' k and q into shared memory (token
+/// t's k at keys + t K, its q scaled at queries + t K), with the bits of `l2_normalize`:
+/// lane c (k) and lane 8 + c (q) sum chunk c, every lane adds a vector's chunk sums in chunk
+/// order. A token's k and q load together: two memory round trips per token, where a vector
+/// at a time took two each (H200: the replay step 204 -> 192 us at batch 256). (All tokens'
+/// loads at once made a verify read of four drafts spill: 530 -> 800 us.)
 template <class Act>
-__device__ void warp_l2_normalize(const Act* in, int32_t K, float* out, float scale, int lane) {
+__device__ void warp_normalize_tokens(const gdn_head_inputs<Act>& in, int32_t tokens, int32_t K, float* keys,
+                                      float* queries, int lane) {
+  constexpr int max_chunks = gdn_max_key_dim / l2_normalize_chunk, per_lane = gdn_max_key_dim / 32;
   const int chunks = l2_normalize_scratch(K);
-  const float chunk_sum = lane < chunks ? l2_chunk_sum(in, K, lane) : 0.0f;
-  float sum = 0.0f;
-  for (int c = 0; c < chunks; ++c) sum = math::add(sum, __shfl_sync(0xffffffffu, chunk_sum, c));
-  const float norm = l2_norm(sum);
-  for (int32_t i = lane; i < K; i += 32) out[i] = l2_normalized(to_float(in[i]), norm, scale);
+  const float query_scale = gated_deltanet::query_scale(K);
+  for (int32_t t = 0; t < tokens; ++t) {
+    const Act* vectors[2] = {in.k.at(t), in.q.at(t)};
+    const int c = lane % max_chunks;
+    const Act* own = lane < max_chunks ? vectors[0] : vectors[1];
+    const float chunk_sum = lane < 2 * max_chunks && c < chunks ? l2_chunk_sum(own, K, c) : 0.0f;
+    float x[2][per_lane];
+#pragma unroll
+    for (int v = 0; v < 2; ++v)
+#pragma unroll
+      for (int r = 0; r < per_lane; ++r) x[v][r] = lane + 32 * r < K ? to_float(vectors[v][lane + 32 * r]) : 0.0f;
+#pragma unroll
+    for (int v = 0; v < 2; ++v) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int k = 0; k < max_chunks; ++k) {
+        if (k >= chunks) break;
+        sum = math::add(sum, __shfl_sync(0xffffffffu, chunk_sum, v * max_chunks + k));
+      }
+      const float norm = l2_norm(sum);
+      float* out = (v == 0 ? keys : queries) + t * K;
+#pragma unroll
+      for (int r = 0; r < per_lane; ++r)
+        if (lane + 32 * r < K) out[lane + 32 * r] = l2_normalized(x[v][r], norm, v == 0 ? 1.0f : query_scale);
+    }
+  }
 }
 
 /// The window's coefficients, with the bits of `stage_gdn_coefficients`: for token t at
@@ -443,10 +469,7 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
   float* query = floats(l.query);
   float* log_decay = floats(l.log_decay);
   float* beta = floats(l.beta);
-  for (int32_t t = 0; t < T; ++t) {
-    detail::warp_l2_normalize(in.k.at(t), K, key + t * K, 1.0f, lane);
-    detail::warp_l2_normalize(in.q.at(t), K, query + t * K, gated_deltanet::query_scale(K), lane);
-  }
+  detail::warp_normalize_tokens(in, T, K, key, query, lane);
   for (int32_t e = lane; e < L + T; e += 32) {
     if (e < L) {
       log_decay[e] = st.window_g[plan.ring_slot(e) * st.window_g_stride];
@@ -609,8 +632,7 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
     for (int i = 0; i < R; ++i) v[i] = to_float(in.v.at(0)[lane + 32 * i]);
     beta = gated_deltanet::write_strength(to_float(in.b.at(0)[0]));
     token_log_decay = gated_deltanet::log_decay(to_float(in.a.at(0)[0]), in.A_log, in.dt_bias);
-    detail::warp_l2_normalize(in.k.at(0), K, keys + L * K, 1.0f, lane);
-    detail::warp_l2_normalize(in.q.at(0), K, query, gated_deltanet::query_scale(K), lane);
+    detail::warp_normalize_tokens(in, 1, K, keys + L * K, query, lane);
   }
   for (int32_t j = lane; j <= L; j += 32)
     log_decay[j] = j < L ? st.window_g[plan.ring_slot(j) * st.window_g_stride] : token_log_decay;
@@ -742,8 +764,7 @@ __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& i
     lanes_copy(scratch + l.window_u + j * V, st.window_u + slot * st.window_u_stride, uint32_t(V) * 4, lane);
   }
   lanes_commit();
-  detail::warp_l2_normalize(in.k.at(0), K, scratch + l.keys + L * K, 1.0f, lane);
-  detail::warp_l2_normalize(in.q.at(0), K, scratch + l.queries, gated_deltanet::query_scale(K), lane);
+  detail::warp_normalize_tokens(in, 1, K, scratch + l.keys + L * K, scratch + l.queries, lane);
   for (int32_t j = lane; j <= L; j += 32) replayssm::detail::stage_gdn_entry_scalars(in, st, plan, l, scratch, j);
   lanes_wait<0>();
   __syncwarp();

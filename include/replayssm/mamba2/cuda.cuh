@@ -71,6 +71,7 @@ __global__ void __launch_bounds__(warp_step_threads,
       return;
     }
   } else {
+    detail::wait_for_plans();
     const request_plan planned = p.request_plans[b];
     if (Kind == step_kind::verify && !Flush ? planned == request_plan::skip
                                             : planned != (Flush ? request_plan::flush : request_plan::read))
@@ -139,13 +140,15 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<true>)
 
 namespace detail {
 
-/// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind`.
+/// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind` (`wait`:
+/// `after_planner` for the launch right after the planner's).
 template <class Policy, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode, int Tokens = 1,
           class Act>
-status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream,
+                        launch_wait wait = launch_wait::all_before) {
   return launch_warp_kernel(mamba2_warp_kernel<Policy, Act, Engine, Flush, Kind, Tokens>,
                             warp::mamba2_warp_layout<Policy, Act, Flush, Tokens>::make(p.shape()).bytes, p, d, stream,
-                            "mamba2");
+                            "mamba2", warp_step_threads / 32, wait);
 }
 
 /// Launches the snapshot baseline's warp kernel for up to `Tokens` drafts.
@@ -179,11 +182,11 @@ status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cud
     return launch_warp_step<Policy, Engine, true>(p, d, stream);
   } else if constexpr (Kind == step_kind::decode) {
     if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
-    if (status s = launch_warp_step<Policy, Engine, false>(p, d, stream); !s) return s;
+    if (status s = launch_warp_step<Policy, Engine, false>(p, d, stream, launch_wait::after_planner); !s) return s;
     return launch_warp_step<Policy, Engine, true>(p, d, stream);
   } else {
     if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
-    if (status s = launch_warp_step<Policy, Engine, true, Kind>(p, d, stream); !s) return s;
+    if (status s = launch_warp_step<Policy, Engine, true, Kind>(p, d, stream, launch_wait::after_planner); !s) return s;
     return p.tokens <= 4 ? launch_warp_step<Policy, Engine, false, Kind, 4>(p, d, stream)
                          : launch_warp_step<Policy, Engine, false, Kind, max_draft_tokens>(p, d, stream);
   }

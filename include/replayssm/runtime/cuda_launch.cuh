@@ -51,6 +51,30 @@ __device__ __forceinline__ void run_request_head(const Params& p, HeadStep&& hea
   if (threadIdx.x == 0) report(p, b, errors);
 }
 
+/// Lets the launch after this one start before this one ends (programmatic dependent launch,
+/// sm_90+; `plan_requests_kernel` calls it first): that launch's blocks become resident and
+/// run up to `wait_for_plans` while this one works.
+__device__ __forceinline__ void allow_next_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/// Waits until the planner launch before this one has ended and its plans are visible: call
+/// it before reading `request_plans` (or anything else the launch before writes) in a
+/// kernel launched `after_planner`. Otherwise, and before sm_90, it returns at once.
+__device__ __forceinline__ void wait_for_plans() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/// What a warp launch waits for: every launch before it (`all_before`, a plain launch), or,
+/// right after the planner (`after_planner`), only the plans, at the kernel's `wait_for_plans`:
+/// its blocks are resident while the planner runs (sm_90+), and a write-back step's streams
+/// start before its plans are read.
+enum class launch_wait { all_before, after_planner };
+
 inline status cuda_error(const char* what, cudaError_t e) {
   return status::error(std::string("replayssm: ") + what + ": " + cudaGetErrorString(e));
 }
@@ -199,18 +223,27 @@ status prepare_warp_kernel(Kernel kernel, const device_limits& d, uint32_t warp_
 /// Launches a warp kernel (taking the params, `warp_bytes` and the parts of a head) over every
 /// (request, head) of `p`, `warp_bytes` of shared memory per warp. Warps per block, and warps
 /// per head up to `max_parts`, are chosen for occupancy (`choose_warp_geometry`); `who` names
-/// the step in errors.
+/// the step in errors; `wait` says what the launch waits for.
 template <class Kernel, class Params>
 status launch_warp_kernel(Kernel kernel, uint32_t warp_bytes, const Params& p, const device_limits& d,
-                          cudaStream_t stream, const char* who, int max_parts = warp_step_threads / 32) {
+                          cudaStream_t stream, const char* who, int max_parts = warp_step_threads / 32,
+                          launch_wait wait = launch_wait::all_before) {
   warp_geometry g;
   if (status s = prepare_warp_kernel(kernel, d, warp_bytes, int64_t(p.batch) * p.heads, who, g, max_parts); !s)
     return s;
-  const size_t smem = size_t(g.warps_per_block) * warp_bytes;
   const int32_t heads_per_block = g.parts > 1 ? 1 : g.warps_per_block;
-  kernel<<<dim3((p.heads + heads_per_block - 1) / heads_per_block, p.batch), g.warps_per_block * 32, smem, stream>>>(
-      p, warp_bytes, g.parts);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3((p.heads + heads_per_block - 1) / heads_per_block, p.batch);
+  config.blockDim = dim3(g.warps_per_block * 32);
+  config.dynamicSmemBytes = size_t(g.warps_per_block) * warp_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute after_planner{};
+  after_planner.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  after_planner.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &after_planner;
+  config.numAttrs = wait == launch_wait::after_planner && d.major >= 9 ? 1 : 0;
+  if (const cudaError_t e = cudaLaunchKernelEx(&config, kernel, p, warp_bytes, g.parts); e != cudaSuccess)
+    return cuda_error("launch failed", e);
   return {};
 }
 
@@ -282,6 +315,7 @@ __device__ request_check warp_check_request(const Params& p, int32_t b, int32_t 
 /// is stepped.
 template <class Policy, step_kind Kind, class Params>
 __global__ void plan_requests_kernel(const Params p) {
+  detail::allow_next_launch();
   const int32_t b = int32_t((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = int32_t(threadIdx.x % 32);
   if (b >= p.batch) return;
   const request_check r = detail::warp_check_request<Policy, Kind>(p, b, lane);
