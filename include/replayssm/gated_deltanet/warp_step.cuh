@@ -332,8 +332,9 @@ struct staged_rows {
 /// t's k at keys + t K, its q scaled at queries + t K), with the bits of `l2_normalize`:
 /// lane c (k) and lane 8 + c (q) sum chunk c, every lane adds a vector's chunk sums in chunk
 /// order. A token's k and q load together: two memory round trips per token, where a vector
-/// at a time took two each (H200: the replay step 204 -> 192 us at batch 256). (All tokens'
-/// loads at once made a verify read of four drafts spill: 530 -> 800 us.)
+/// at a time took two each (H200, the replay step at batch 256: 203.7 us with four round
+/// trips, 191.9 and 197.8 in two runs with two). (All tokens' loads at once made a verify
+/// read of four drafts spill: 530 -> 800 us.)
 template <class Act>
 __device__ void warp_normalize_tokens(const gdn_head_inputs<Act>& in, int32_t tokens, int32_t K, float* keys,
                                       float* queries, int lane) {
