@@ -6,10 +6,10 @@
 /// step's read and flush (flushes of windows over 16 on the head step), and the write-back
 /// step. A verify step of up to 4 drafts runs on them too: a flush launch of the committed
 /// entries of the requests whose drafts would not fit, then a read launch of every request,
-/// each drafts read in one pass over the state. More drafts, the snapshot baseline and the
-/// shapes the warp steps do not cover run the head step of the CPU path, one block per
-/// (request, value head). Commits and device
-/// error flags are shared by every recurrence (runtime/cuda_launch.cuh).
+/// each request's drafts read in one pass over the state. More drafts, the snapshot baseline
+/// and the shapes the warp steps do not cover run the head step of the CPU path, one block
+/// per (request, value head). Commits and device error flags are shared by every recurrence
+/// (runtime/cuda_launch.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -56,9 +56,10 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 /// or a part of its rows (`detail::warp_place`; flushes on whole rows only), the warps of
 /// one head meeting at one barrier before the cursor moves (gated_deltanet/warp_step.cuh). A
 /// verify step's read steps every request it plans, after the flush of the committed entries
-/// of those planned to flush. A write-back step is the flush of a window of one. (Its warps checking their requests
-/// themselves, as Mamba-2's do, instead of the planner: 614 us against 588 at batch 512 on
-/// the H200, each warp comparing its request's slot with every other; no gain at 128 and 256.)
+/// of those planned to flush. A write-back step is the flush of a window of one. (Its warps
+/// checking their requests themselves, as Mamba-2's do, instead of the planner: 614 us
+/// against 588 at batch 512 on the H200, each warp comparing its request's slot with every
+/// other; no gain at 128 and 256.)
 template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode,
           int Tokens = 1>
 __global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush && !Policy::is_writeback, Tokens>)
@@ -125,27 +126,40 @@ status launch_gdn_warp_step(const gdn_params<Act>& p, const device_limits& d, cu
                             wait);
 }
 
+/// Whether the flushes of `Policy` run on a warp step for layers of shape `s`: on its path's
+/// shapes (`gdn_warp_flush_path`; windows over 16 flush on the head step).
+template <class Policy>
+bool gdn_warp_flush_fits(gdn_layer_shape s) {
+  using warp::gdn_flush_path;
+  constexpr gdn_flush_path path = warp::gdn_warp_flush_path<Policy>;
+  if constexpr (path == gdn_flush_path::column_passes)
+    return warp::gdn_flush_config<Policy>::supported(s);
+  else if constexpr (path == gdn_flush_path::whole_rows)
+    return warp::gdn_row_flush_config<Policy>::supported(s);
+  else
+    return false;
+}
+
+/// The copy engine of a flush of `Policy` whose read step copies with `Engine`: flushes on
+/// whole rows gather with the lanes.
+template <class Policy, warp::copy_engine Engine>
+inline constexpr warp::copy_engine gdn_flush_engine = warp::gdn_row_flushes<Policy> ? warp::copy_engine::lanes : Engine;
+
 /// A decode step on the warp steps with the copy engine `Engine` (validated and planned
 /// params): a write-back step's one flush launch, or a replay step's read launch, then its
 /// flush launch, on the warp flush step where the policy and the shape allow
-/// (`gdn_warp_flush_path`), else on the head step.
+/// (`gdn_warp_flush_fits`), else on the head step.
 template <class Policy, warp::copy_engine Engine, int Threads, class Act>
 status gdn_warp_decode_step(const gdn_params<Act>& p, const device_limits& d, size_t smem, cudaStream_t stream) {
-  using warp::gdn_flush_path;
-  constexpr gdn_flush_path path = warp::gdn_warp_flush_path<Policy>;
   // The first launch follows the planner's.
   launch_wait flush_wait = launch_wait::after_planner;
   if constexpr (!Policy::is_writeback) {
     if (status s = launch_gdn_warp_step<Policy, Engine, false>(p, d, stream, launch_wait::after_planner); !s) return s;
     flush_wait = launch_wait::all_before;
   }
-  if constexpr (path == gdn_flush_path::column_passes) {
-    if (warp::gdn_flush_config<Policy>::supported(p.shape()))
-      return launch_gdn_warp_step<Policy, Engine, true>(p, d, stream, flush_wait);
-  } else if constexpr (path == gdn_flush_path::whole_rows) {
-    if (warp::gdn_row_flush_config<Policy>::supported(p.shape()))
-      return launch_gdn_warp_step<Policy, warp::copy_engine::lanes, true>(p, d, stream, flush_wait);
-  }
+  if constexpr (warp::gdn_warp_flushes<Policy>)
+    if (gdn_warp_flush_fits<Policy>(p.shape()))
+      return launch_gdn_warp_step<Policy, gdn_flush_engine<Policy, Engine>, true>(p, d, stream, flush_wait);
   return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, step_kind::decode, true>, p, smem, Threads, stream,
                             "gated_deltanet");
 }
@@ -171,7 +185,7 @@ bool gdn_bulk_copies_fit(const gdn_params<Act>& p, const device_limits& d) {
 template <class Policy>
 bool gdn_warp_decodes(gdn_layer_shape s) {
   if constexpr (Policy::is_writeback)
-    return warp::gdn_row_flushes<Policy> && warp::gdn_row_flush_config<Policy>::supported(s);
+    return gdn_warp_flush_fits<Policy>(s);
   else
     return warp::gdn_warp_config<Policy>::supported(s);
 }
@@ -182,9 +196,8 @@ bool gdn_warp_decodes(gdn_layer_shape s) {
 /// for all its drafts.
 template <class Policy, warp::copy_engine Engine, class Act>
 status gdn_warp_verify_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
-  constexpr warp::copy_engine flush_engine = warp::gdn_row_flushes<Policy> ? warp::copy_engine::lanes : Engine;
-  if (status s =
-          launch_gdn_warp_step<Policy, flush_engine, true, step_kind::verify>(p, d, stream, launch_wait::after_planner);
+  if (status s = launch_gdn_warp_step<Policy, gdn_flush_engine<Policy, Engine>, true, step_kind::verify>(
+          p, d, stream, launch_wait::after_planner);
       !s)
     return s;
   return launch_gdn_warp_step<Policy, Engine, false, step_kind::verify, gdn_warp_verify_tokens>(p, d, stream);
@@ -194,17 +207,8 @@ status gdn_warp_verify_step(const gdn_params<Act>& p, const device_limits& d, cu
 /// drafts, of a shape both the read step and the flush cover.
 template <class Policy, class Act>
 bool gdn_warp_verifies(const gdn_params<Act>& p) {
-  using warp::gdn_flush_path;
-  constexpr gdn_flush_path path = warp::gdn_warp_flush_path<Policy>;
-  const gdn_layer_shape s = p.shape();
-  if constexpr (Policy::is_writeback || path == gdn_flush_path::head_step)
-    return false;
-  else if constexpr (path == gdn_flush_path::column_passes)
-    return p.tokens <= gdn_warp_verify_tokens && warp::gdn_warp_config<Policy>::supported(s) &&
-           warp::gdn_flush_config<Policy>::supported(s);
-  else
-    return p.tokens <= gdn_warp_verify_tokens && warp::gdn_warp_config<Policy>::supported(s) &&
-           warp::gdn_row_flush_config<Policy>::supported(s);
+  return !Policy::is_writeback && p.tokens <= gdn_warp_verify_tokens &&
+         warp::gdn_warp_config<Policy>::supported(p.shape()) && gdn_warp_flush_fits<Policy>(p.shape());
 }
 
 /// A decode or verify step for every request of `p` (device memory): the plans, then the

@@ -8,7 +8,8 @@
 /// - A read step (`gdn_warp_read`) streams its read copy once while the window's u rows are
 ///   prefetched into L2, the token's q and k normalized and the window's coefficients formed;
 ///   the one pass queries the state with both k_t (for the corrected value u_t) and q_t (for
-///   the output); the window's terms come after it. Each lane owns V / 32 rows of the head
+///   the output); the window's terms come after it. A verify step's read (`Tokens` drafts)
+///   queries the same pass with every draft's k_t and q_t. Each lane owns V / 32 rows of the head
 ///   (rows lane, lane + 32, ...): the state's chunk order (`gdn_state_chunk`: a unit of
 ///   columns of every row, then the next unit) puts the lanes' rows side by side in every
 ///   stage, so a lane's dot products need no shuffle. They follow the four-chain order of the
@@ -19,7 +20,8 @@
 ///   folded. Two ways (`gdn_warp_flush_path`): the checkpoint streamed twice in the read
 ///   step's column stages (`gdn_warp_flush`: stored u, `corrected_values`), or once in
 ///   stages of whole rows, four lanes per row running the head step's own row code
-///   (`gdn_warp_row_flush`: write-back, `raw_inputs`).
+///   (`gdn_warp_row_flush`: write-back, `raw_inputs`). A verify step's flush folds the
+///   committed entries only (no token): one pass either way.
 ///
 /// In an engine's kernel, per warp, with `gdn_warp_layout<Policy, Flush>::make(shape).bytes`
 /// of shared memory (128-byte aligned) and the views of `gdn_head_views`:
@@ -28,6 +30,13 @@
 ///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);  // after the stream starts
 ///     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);  // or a flush
 ///     if (lane == 0) *v.state.cursor = next_cursor(plan, step_kind::decode);
+///
+/// A verify step of up to `Tokens` drafts is two launches, as in gated_deltanet/cuda.cuh: the
+/// flush (`start_gdn_stream<true, Engine, step_kind::verify>`, `gdn_warp_flush<step_kind::
+/// verify>` or `gdn_warp_row_flush`, cursor unchanged) of the requests whose `plan_step<
+/// step_kind::verify>` writes the checkpoint, then `gdn_warp_read<Tokens>` of every request
+/// (`gdn_warp_layout<Policy, false, Tokens>`), which moves the cursor with
+/// `next_cursor(plan, step_kind::verify)`.
 ///
 /// Flushes of windows over 16 run the head step instead.
 #pragma once
