@@ -228,6 +228,47 @@ void require_spec_bit_identical(const typename R::case_type& c, int tokens, int 
   }
 }
 
+/// A verify step on the device reports a request whose draft count is outside [1, tokens] (0,
+/// then more than the step's rows hold) and steps no head of it: its cursors and checkpoint
+/// stay as they were while the other request steps; a commit of more drafts than were
+/// verified is reported and moves no cursor. `c`: two requests on three slots.
+template <class R, class Policy>
+void require_device_rejects_bad_counts(const typename R::case_type& c) {
+  using state = typename R::template state<Policy, float>;
+  std::mt19937_64 rng(c.seed);
+  typename R::template inputs<float> in(c, rng, 4);
+  in.draw(rng);
+  state st(c.shape, c.num_slots, 4);
+  for (int s = 0; s < c.num_slots; ++s) st.set_state(s, R::random_state(c.shape, rng));
+  const size_t stepped = 2 * st.cursors.size() / size_t(c.num_slots);  // slot 2's first head
+  std::vector<float> out(size_t(c.batch) * 4 * R::outputs(c.shape));
+  std::vector<int32_t> slots{2, 0}, drafts{4, 0}, accepted{2, 0};
+  typename state::params p;
+  in.bind(p, c);  // two requests of up to 4 drafts
+  st.bind(p, false);
+  p.token_counts = drafts.data();
+  p.accepted_counts = accepted.data();
+  p.slot_indices = slots.data();
+  R::output(p) = out.data();
+  const auto rejected_state = st.checkpoint_values(0);
+  const auto runners = device_spec_runners<R, Policy, float>();
+  status s = runners.verify(p, st);
+  CHECK_THAT(s.message(), contains_text("request 1: a request's token count was outside"));
+  CHECK(st.cursors[0].pending == 0);        // request 1 (slot 0) was not stepped at any head
+  CHECK(st.cursors[stepped].pending == 4);  // request 0 was
+  accepted = {5, 0};
+  const auto cursors = st.cursors;
+  s = runners.commit(p, st);
+  CHECK_THAT(s.message(), contains_text("commit accepted more drafts than were verified"));
+  CHECK(st.cursors[stepped].length == cursors[stepped].length);
+  drafts = {1, 5};  // request 1: more drafts than the step's rows hold (tokens = 4)
+  s = runners.verify(p, st);
+  CHECK_THAT(s.message(), contains_text("request 1: a request's token count was outside"));
+  CHECK(st.cursors[0].pending == 0);        // request 1 was not stepped
+  CHECK(st.cursors[stepped].pending == 1);  // request 0 was, with its one draft
+  CHECK(st.checkpoint_values(0) == rejected_state);
+}
+
 /// Runs `steps` decode steps of Policy on the CPU and on the GPU (blocks of `Threads` where
 /// the block kernels run) from the same state and inputs and requires identical bytes of a
 /// request's checkpoint (the flush's arithmetic is one definition), and outputs that agree

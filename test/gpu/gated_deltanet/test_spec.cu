@@ -31,3 +31,8 @@ TEST_CASE("gpu and cpu gdn verify + commit are bit-identical", "[gpu][gdn][spec]
   require_spec_bit_identical<gdn_harness, raw_bf16_read, bfloat16_t>(c, 3, 30);
   require_spec_bit_identical<gdn_harness, replay_policy<16, fp32_format>, bfloat16_t>({gdn_odd_shape, 3, 5, 47}, 4, 30);
 }
+
+TEST_CASE("the device reports bad gdn draft and acceptance counts and leaves their state alone",
+          "[gpu][gdn][spec][validation]") {
+  require_device_rejects_bad_counts<gdn_harness, replay_policy<8, fp32_format>>({qwen35_4b, 2, 3, 48});
+}

@@ -2,8 +2,6 @@
 // Mamba-2 speculative decoding on the device: verify + commit and the snapshot baseline
 // against the float64 reference over hundreds of rounds, bit for bit against the CPU path,
 // and the device-side errors of bad draft and acceptance counts.
-#include <cstring>
-
 #include "device_runner.cuh"
 
 using namespace replayssm;
@@ -75,35 +73,6 @@ TEST_CASE("gpu and cpu mamba2 verify + commit are bit-identical", "[gpu][mamba2]
 
 TEST_CASE("the device reports bad mamba2 draft and acceptance counts and leaves their state alone",
           "[gpu][mamba2][spec][validation]") {
-  using policy = replay_policy<8, fp32_format>;
-  const mamba2_case c{{4, 16, 32, 2}, 2, 3, true, true, 97};
-  std::mt19937_64 rng(97);
-  mamba2_inputs_host<float> in(c, rng, 4);
-  in.draw(rng);
-  mamba2_host_state<policy, float> st(c.shape, c.num_slots, 4);
-  for (int s = 0; s < c.num_slots; ++s) st.set_state(s, mamba2_harness::random_state(c.shape, rng));
-  std::vector<float> y(size_t(8) * 64);
-  std::vector<int32_t> slots{2, 0}, drafts{4, 0}, accepted{2, 0};
-  mamba2_params<float> p;
-  in.bind(p, c);  // two requests of up to 4 drafts
-  st.bind(p, false);
-  p.token_counts = drafts.data();
-  p.accepted_counts = accepted.data();
-  p.slot_indices = slots.data();
-  p.y = y.data();
-  const auto runners = device_spec_runners<mamba2_harness, policy, float>();
-  status s = runners.verify(p, st);
-  CHECK_THAT(s.message(), contains_text("request 1: a request's token count was outside"));
-  CHECK(st.cursors[0].pending == 0);              // request 1 (slot 0) was not stepped at any head
-  CHECK(st.cursors[size_t(2) * 4].pending == 4);  // request 0 was
-  accepted = {5, 0};
-  const auto cursors = st.cursors;
-  s = runners.commit(p, st);
-  CHECK_THAT(s.message(), contains_text("commit accepted more drafts than were verified"));
-  CHECK(st.cursors[size_t(2) * 4].length == cursors[size_t(2) * 4].length);
-  drafts = {1, 5};  // request 1: more drafts than the step's rows hold (tokens = 4)
-  s = runners.verify(p, st);
-  CHECK_THAT(s.message(), contains_text("request 1: a request's token count was outside"));
-  CHECK(st.cursors[0].pending == 0);              // request 1 was not stepped
-  CHECK(st.cursors[size_t(2) * 4].pending == 1);  // request 0 was, with its one draft
+  require_device_rejects_bad_counts<mamba2_harness, replay_policy<8, fp32_format>>(
+      {{4, 16, 32, 2}, 2, 3, true, true, 97});
 }
