@@ -71,8 +71,8 @@ __device__ __forceinline__ void wait_for_plans() {
 
 /// What a warp launch waits for: every launch before it (`all_before`, a plain launch), or,
 /// right after the planner (`after_planner`), only the plans, at the kernel's `wait_for_plans`:
-/// its blocks are resident while the planner runs (sm_90+), and a write-back step's streams
-/// start before its plans are read.
+/// its blocks are resident while the planner runs (a kernel compiled for sm_90+,
+/// `kernel_waits_for_plans`), and a write-back step's streams start before its plans are read.
 enum class launch_wait { all_before, after_planner };
 
 inline status cuda_error(const char* what, cudaError_t e) {
@@ -220,6 +220,22 @@ status prepare_warp_kernel(Kernel kernel, const device_limits& d, uint32_t warp_
   return {};
 }
 
+/// Whether `kernel` was compiled for a virtual architecture of sm_90 or later on the current
+/// device `d`, so that its `wait_for_plans` waits: only then may a launch after the planner
+/// start early (a kernel compiled for compute_80 and run on an H200 would read the plans
+/// unwaited). Asked once per (kernel, device).
+template <class Kernel>
+status kernel_waits_for_plans(Kernel kernel, const device_limits& d, bool& waits) {
+  static query_cache<std::pair<const void*, int>, bool> known;
+  return known.get({reinterpret_cast<const void*>(kernel), d.device}, waits, [&](bool& w) {
+    cudaFuncAttributes a{};
+    if (const cudaError_t e = cudaFuncGetAttributes(&a, kernel); e != cudaSuccess)
+      return cuda_error("asking the kernel's attributes", e);
+    w = a.ptxVersion >= 90;
+    return status{};
+  });
+}
+
 /// Launches a warp kernel (taking the params, `warp_bytes` and the parts of a head) over every
 /// (request, head) of `p`, `warp_bytes` of shared memory per warp. Warps per block, and warps
 /// per head up to `max_parts`, are chosen for occupancy (`choose_warp_geometry`); `who` names
@@ -237,11 +253,14 @@ status launch_warp_kernel(Kernel kernel, uint32_t warp_bytes, const Params& p, c
   config.blockDim = dim3(g.warps_per_block * 32);
   config.dynamicSmemBytes = size_t(g.warps_per_block) * warp_bytes;
   config.stream = stream;
+  bool early = false;
+  if (wait == launch_wait::after_planner)
+    if (status s = kernel_waits_for_plans(kernel, d, early); !s) return s;
   cudaLaunchAttribute after_planner{};
   after_planner.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   after_planner.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &after_planner;
-  config.numAttrs = wait == launch_wait::after_planner && d.major >= 9 ? 1 : 0;
+  config.numAttrs = early ? 1 : 0;
   if (const cudaError_t e = cudaLaunchKernelEx(&config, kernel, p, warp_bytes, g.parts); e != cudaSuccess)
     return cuda_error("launch failed", e);
   return {};
