@@ -379,8 +379,8 @@ REPLAYSSM_HOST_DEVICE void flush_row(const Exec& ex, gdn_row_part<Lanes>& s, con
 
 /// The row pass: every state row folds the flushed entries (writing the checkpoint and read
 /// copy; `detail::flush_row`), then forms u and the output of every open token from the
-/// state as stored and the window's u. Writes the outputs and the open tokens' u to the window. Ends
-/// without a barrier.
+/// state as stored and the window's u. Writes the outputs and the open tokens' u to the
+/// window. Ends without a barrier.
 template <step_kind Kind, class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& in,
                                     const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape, const step_plan& plan,
@@ -400,8 +400,10 @@ REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& 
       detail::flush_row(ex, s, in, st, shape, plan, l, scratch, p, lane, key);
     }
     // The open tokens read the state as stored (a verify step's too, after its flush), as
-    // every read step does: the GPU's verify reads it back after a launch of its own.
-    if (!outputs_from_flush(plan)) {
+    // every read step does: the GPU's verify reads it back after a launch of its own. A
+    // shared FP32 state is stored exactly: the row already holds it.
+    constexpr bool stored_exactly = Policy::shared_state && Policy::checkpoint_format::is_exact_fp32;
+    if (!plan.writes_checkpoint || (!outputs_from_flush(plan) && !stored_exactly)) {
       if constexpr (Policy::shared_state)
         s.load(st.checkpoint, p, V, K, lane);
       else

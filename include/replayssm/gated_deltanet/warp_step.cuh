@@ -9,8 +9,8 @@
 ///   prefetched into L2, the token's q and k normalized and the window's coefficients formed;
 ///   the one pass queries the state with both k_t (for the corrected value u_t) and q_t (for
 ///   the output); the window's terms come after it. A verify step's read (`Tokens` drafts)
-///   queries the same pass with every draft's k_t and q_t. Each lane owns V / 32 rows of the head
-///   (rows lane, lane + 32, ...): the state's chunk order (`gdn_state_chunk`: a unit of
+///   queries the same pass with every draft's k_t and q_t. Each lane owns V / 32 rows of the
+///   head (rows lane, lane + 32, ...): the state's chunk order (`gdn_state_chunk`: a unit of
 ///   columns of every row, then the next unit) puts the lanes' rows side by side in every
 ///   stage, so a lane's dot products need no shuffle. They follow the four-chain order of the
 ///   head step's `partial_dot`, and the window terms its order too, so that u_t, which a
