@@ -340,16 +340,17 @@ inline void set_bandwidth_counters(benchmark::State& state, double bytes, double
   state.counters["inplace_bw_GBps"] = bw.inplace_gbs;
 }
 
-/// Steps per timed graph: a whole window for replay, 16 for the write-back step.
-template <class Policy>
-constexpr int graph_steps = Policy::is_writeback ? 16 : Policy::window;
+/// Steps per timed graph: from one flush to the next for replay (the layer's
+/// `flush_period`), 16 for the write-back step.
+template <class Layer>
+constexpr int graph_steps = Layer::policy::is_writeback ? 16 : Layer::flush_period;
 
-/// Mean step time over whole windows: one iteration is a graph of `graph_steps` decode
-/// steps of `layer`, its time divided by the step count. Sets `median_us` and the bandwidth
-/// counters of the layer's modelled bytes per step.
+/// Mean step time over whole flush periods: one iteration is a graph of `graph_steps`
+/// decode steps of `layer`, its time divided by the step count. Sets `median_us` and the
+/// bandwidth counters of the layer's modelled bytes per step.
 template <class Layer>
 void time_decode_steps(benchmark::State& state, Layer& layer) {
-  const int steps = graph_steps<typename Layer::policy>;
+  const int steps = graph_steps<Layer>;
   cudaStream_t stream;
   cuda_check(cudaStreamCreate(&stream), "stream");
   cudaGraphExec_t graph = capture(steps, stream, [&](int, cudaStream_t s) { layer.step(s); });

@@ -19,6 +19,7 @@ const named_shape<gdn_layer_shape> qwen35_122b{"qwen3.5-122b", {64, 16, 128, 128
 template <class Policy>
 struct gdn_bench_layer : device_arena {
   using policy = Policy;
+  static constexpr int flush_period = gdn_flush_period<Policy>;
   gdn_layer_shape shape;
   int batch;
   int tokens;

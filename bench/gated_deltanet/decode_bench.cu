@@ -5,7 +5,8 @@
 // Qwen3.5-122B shape at batch 256; the flush and read steps alone, and staggered phases.
 //
 // As for Mamba-2 (mamba2/decode_bench.cu): replay time per step is the mean over whole
-// windows (a CUDA graph of W steps, flush included; 16 steps for write-back), timed with
+// flush periods (a CUDA graph of the W - 1 steps from one flush to the next, flush included:
+// `gdn_flush_period`; 16 steps for write-back), timed with
 // CUDA events; state pools are several times the 60 MB L2 and requests map to permuted
 // slots. Counters: modelled bytes per step (gdn_bytes_per_step), GB/s, and the percentage of
 // the copy and read-only bandwidths measured by this binary.

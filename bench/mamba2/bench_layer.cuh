@@ -16,6 +16,7 @@ const named_shape<mamba2_layer_shape> super{"super", {128, 64, 128, 8}};
 template <class Policy>
 struct mamba2_bench_layer : device_arena {
   using policy = Policy;
+  static constexpr int flush_period = Policy::window;
   mamba2_layer_shape shape;
   int batch;
   int tokens;

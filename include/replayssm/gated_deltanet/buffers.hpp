@@ -54,18 +54,19 @@ constexpr size_t gdn_snapshot_bytes(gdn_layer_shape s, int64_t batch, int32_t dr
 }
 
 /// Modelled device-memory bytes of one Gated DeltaNet decode step for a batch, averaged over
-/// a window (all requests in phase 0), in the terms of `mamba2_bytes_per_step`: the policy's
-/// state traffic, the step's activations, and the window's traffic.
+/// the steps from one flush to the next (`gdn_flush_period`, after the first window; all
+/// requests in phase 0), in the terms of `mamba2_bytes_per_step`: the policy's state traffic,
+/// the step's activations, and the window's traffic.
 ///
 /// A window entry holds u per value head, k per key head (counted once: the value heads that
 /// share a key head read it from L2 after the first) and g per value head; `raw_inputs` adds
-/// v (activation dtype) and beta per value head. Over the W steps of a window the W - 1 read
-/// steps each append an entry and read the L = 0 .. W-2 entries before it (u, k, g, and beta
-/// in `raw_inputs`); the flush step folds the W - 1 entries (k, g, and u, or in `raw_inputs`
-/// v and beta) with its own token and appends nothing.
+/// v (activation dtype) and beta per value head. Over the P = W - 1 steps of a period every
+/// token appends an entry; the P - 1 read steps read the L = 1 .. W-2 entries before their
+/// token (u, k, g, and beta in `raw_inputs`); the flush step folds the W - 1 committed
+/// entries (k, g, and u, or in `raw_inputs` v and beta) and its token opens the next window.
 template <class Policy>
 double gdn_bytes_per_step(gdn_layer_shape s, int64_t batch, dtype act) {
-  const state_traffic t = state_traffic_per_step<Policy>();
+  const state_traffic t = state_traffic_per_step<Policy, gdn_flush_period<Policy>>();
   const double state = t.total() * double(s.state_elements());
   const double a = dtype_size(act);
   const double hv = s.value_heads, keys = double(s.key_heads) * s.key_dim, values = hv * s.value_dim;
@@ -74,13 +75,13 @@ double gdn_bytes_per_step(gdn_layer_shape s, int64_t batch, dtype act) {
   double window = 0.0;
   if constexpr (!Policy::is_writeback) {
     constexpr bool raw = keeps_raw_inputs<Policy>;
-    const double w = Policy::window;
+    const double w = Policy::window, period = gdn_flush_period<Policy>;
     const double u = 4.0 * values, k = 4.0 * keys, g = 4.0 * hv;
     const double v = raw ? a * values : 0.0, beta = raw ? 4.0 * hv : 0.0;
-    const double appended = (w - 1) * (u + k + g + v + beta);
+    const double appended = period * (u + k + g + v + beta);
     const double read_steps = (w - 1) * (w - 2) / 2 * (u + k + g + beta);
     const double flush = (w - 1) * (k + g + (raw ? v + beta : u));
-    window = (appended + read_steps + flush) / w;
+    window = (appended + read_steps + flush) / period;
   }
   return double(batch) * (state + io + window);
 }

@@ -85,14 +85,14 @@ __global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush &
   uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
   const warp::row_range rows = warp::gdn_row_flush_config<Policy>::part_rows(parts, at.part);
   // The stream starts before the cursor is read: its latency hides behind the state's.
-  auto stream = warp::start_gdn_stream<Flush, Engine, Kind>(v.state, shape, smem, at.lane, rows);
+  auto stream = warp::start_gdn_stream<Flush, Engine>(v.state, shape, smem, at.lane, rows);
   if (streams_early) {
     detail::wait_for_plans();
     if (p.request_plans[at.b] != request_plan::flush) return stream.drain();
   }
   const step_plan plan = plan_step<Kind>(v.state, Kind == step_kind::decode ? 1 : v.in.tokens);
   if constexpr (Flush && warp::gdn_row_flushes<Policy>)
-    warp::gdn_warp_row_flush(stream, v.in, v.state, shape, plan, smem, at.lane, rows);
+    warp::gdn_warp_row_flush<Kind>(stream, v.in, v.state, shape, plan, smem, at.lane, rows);
   else if constexpr (Flush)
     warp::gdn_warp_flush<Kind>(stream, v.in, v.state, shape, plan, smem, at.lane);
   else
@@ -132,7 +132,7 @@ template <class Policy>
 bool gdn_warp_flush_fits(gdn_layer_shape s) {
   using warp::gdn_flush_path;
   constexpr gdn_flush_path path = warp::gdn_warp_flush_path<Policy>;
-  if constexpr (path == gdn_flush_path::column_passes)
+  if constexpr (path == gdn_flush_path::column_stages)
     return warp::gdn_flush_config<Policy>::supported(s);
   else if constexpr (path == gdn_flush_path::whole_rows)
     return warp::gdn_row_flush_config<Policy>::supported(s);
@@ -172,7 +172,7 @@ bool gdn_bulk_copies_fit(const gdn_params<Act>& p, const device_limits& d) {
   using read_stream = typename warp::gdn_warp_config<Policy>::template stream<warp::copy_engine::bulk>;
   using flush_stream = typename warp::gdn_flush_config<Policy>::template stream<warp::copy_engine::bulk>;
   const int64_t elements = int64_t(p.value_dim) * p.key_dim;
-  const bool checkpoint_ok = warp::gdn_warp_flush_path<Policy> != warp::gdn_flush_path::column_passes ||
+  const bool checkpoint_ok = warp::gdn_warp_flush_path<Policy> != warp::gdn_flush_path::column_stages ||
                              flush_stream::bulk_ok(elements, p.checkpoint, p.checkpoint_scales);
   if constexpr (Policy::shared_state)
     return d.major >= 9 && read_stream::bulk_ok(elements, p.checkpoint, p.checkpoint_scales) && checkpoint_ok;

@@ -13,9 +13,11 @@
 ///    read copy). Stored u (`corrected_values`) folds in closed form, as Mamba-2 folds
 ///    (replay/scalar_decay.hpp): S = exp(G) S + sum_j exp(decay j -> end) u_j k_j^T, one
 ///    multiply-add per entry and element; the `raw_inputs` mode recomputes each u_j from the
-///    row, entry by entry, S = exp(g_j) S + u_j k_j^T. A decode step whose token fills the
-///    window folds the token too, with u from the row itself, as conventional decoding does;
-///    the write-back policy (a window of one) is exactly that.
+///    row, entry by entry, S = exp(g_j) S + u_j k_j^T. Under the write-back policy (a window
+///    of one) a decode step folds its token too, with u from the row itself, as conventional
+///    decoding does. A replay decode step whose token fills the window folds the committed
+///    entries only (`gdn_flush_folds_token`): its token stays open, read from the new row
+///    before it is rounded, and opens the next window.
 ///  - open tokens (not folded): with R the read copy (as a verify step's flush stored it),
 ///        S_{t-1} k_t = exp(G) R k_t + sum_e exp(G_e) (k_e . k_t) u_e
 ///        u_t = beta_t (v_t - exp(g_t) S_{t-1} k_t)
@@ -80,6 +82,7 @@ struct gdn_head_inputs {
 template <class Policy, class Act>
 struct gdn_head_state {
   using policy = Policy;
+  static constexpr bool flush_folds_token = gdn_flush_folds_token<Policy>;  ///< (`flush_folds_token`)
   state_head_view<typename Policy::checkpoint_format> checkpoint;
   /// Where a flush reads the checkpoint when that differs from where it writes it (the
   /// snapshot baseline); null data: `checkpoint` itself.
@@ -377,65 +380,81 @@ REPLAYSSM_HOST_DEVICE void flush_row(const Exec& ex, gdn_row_part<Lanes>& s, con
 
 }  // namespace detail
 
+namespace detail {
+
+/// The open tokens of state row `p` (entries L + t not folded), by one of its lanes, from the
+/// row `s` holds (the state their plan's flush formed, or as stored) and the window's u: each
+/// token's u (written to the window) and output. Up to `MaxTokens` tokens.
+template <int MaxTokens, class Policy, class Act, class Exec, int Lanes>
+REPLAYSSM_HOST_DEVICE void open_tokens_row(const Exec& ex, const gdn_row_part<Lanes>& s, const gdn_head_inputs<Act>& in,
+                                           const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape,
+                                           const step_plan& plan, const gdn_scratch_layout& l, const float* scratch,
+                                           int32_t p, int lane) {
+  const int32_t V = shape.value_dim, K = shape.key_dim, L = plan.length, F = plan.folded, E = l.entries;
+  const float* keys = scratch + l.keys;
+  const float* queries = scratch + l.queries;
+  const int32_t first = F > L ? F - L : 0;  // the first open token
+  if (first >= plan.tokens) return;
+  float key_term[MaxTokens] = {}, query_term[MaxTokens] = {}, u[MaxTokens] = {};
+  for (int t = 0; t < MaxTokens; ++t) {
+    if (t < first || t >= plan.tokens) continue;
+    key_term[t] = math::mul(scratch[l.state_decay + t], row_dot(ex, s, keys + (L + t) * K, K, lane));
+    query_term[t] = math::mul(scratch[l.state_decay + t], row_dot(ex, s, queries + t * K, K, lane));
+  }
+  for (int32_t e = F; e < L; ++e) {
+    const float ue = scratch[l.window_u + e * V + p];
+    for (int t = 0; t < MaxTokens; ++t) {
+      if (t >= plan.tokens) continue;
+      key_term[t] = math::fma(scratch[l.key_coef + t * E + e], ue, key_term[t]);
+      query_term[t] = math::fma(scratch[l.query_coef + t * E + e], ue, query_term[t]);
+    }
+  }
+  for (int t = 0; t < MaxTokens; ++t) {
+    if (t < first || t >= plan.tokens) continue;
+    for (int i = 0; i < t; ++i) key_term[t] = math::fma(scratch[l.key_coef + t * E + L + i], u[i], key_term[t]);
+    u[t] = gated_deltanet::corrected_value(scratch[l.beta + L + t], to_float(in.v.at(t)[p]), key_term[t]);
+    for (int i = 0; i <= t; ++i) query_term[t] = math::fma(scratch[l.query_coef + t * E + L + i], u[i], query_term[t]);
+    if (lane == 0) {  // every lane holds the row's sums; one writes them
+      in.o.at(t)[p] = from_float<Act>(query_term[t]);
+      st.window_u[plan.ring_slot(L + t) * st.window_u_stride + p] = u[t];
+    }
+  }
+}
+
+}  // namespace detail
+
 /// The row pass: every state row folds the flushed entries (writing the checkpoint and read
-/// copy; `detail::flush_row`), then forms u and the output of every open token from the
-/// state as stored and the window's u. Writes the outputs and the open tokens' u to the
-/// window. Ends without a barrier.
+/// copy; `detail::flush_row`), then forms u and the output of every open token
+/// (`detail::open_tokens_row`): a decode step's from the state its flush formed, unrounded
+/// (the GPU's flush queries it in the same pass), a read step's and a verify step's from the
+/// state as stored (a verify step's after its flush: the GPU reads it back in a launch of its
+/// own), and the window's u. Writes the outputs and the open tokens' u to the window. Ends
+/// without a barrier.
 template <step_kind Kind, class Policy, class Act, class Exec>
 REPLAYSSM_HOST_DEVICE void gdn_rows(const Exec& ex, const gdn_head_inputs<Act>& in,
                                     const gdn_head_state<Policy, Act>& st, gdn_layer_shape shape, const step_plan& plan,
                                     const gdn_scratch_layout& l, const float* scratch) {
-  // A decode step's one token is a constant: its per-token arrays stay in registers.
-  constexpr int MaxTokens = Kind == step_kind::decode ? 1 : max_draft_tokens;
-  const int32_t V = shape.value_dim, K = shape.key_dim, L = plan.length, F = plan.folded, E = l.entries;
-  const float* keys = scratch + l.keys;
-  const float* queries = scratch + l.queries;
+  const int32_t V = shape.value_dim, K = shape.key_dim;
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
+  // A shared FP32 state is stored exactly: after a flush the row already holds it.
+  constexpr bool stored_exactly = Policy::shared_state && Policy::checkpoint_format::is_exact_fp32;
+  const bool reads_flushed = plan.writes_checkpoint && (Kind == step_kind::decode || stored_exactly);
   ex.for_each_row(V, [&](int p, int lane) {
     detail::gdn_row_part<Exec::row_lanes> s;
-    const bool writer = lane == 0;  // every lane holds the row's sums; one writes them
     if (plan.writes_checkpoint) {
       s.load(st.checkpoint_source.data != nullptr ? st.checkpoint_source : st.checkpoint, p, V, K, lane);
       detail::flush_row(ex, s, in, st, shape, plan, l, scratch, p, lane, key);
     }
-    // The open tokens read the state as stored (a verify step's too, after its flush), as
-    // every read step does: the GPU's verify reads it back after a launch of its own. A
-    // shared FP32 state is stored exactly: the row already holds it.
-    constexpr bool stored_exactly = Policy::shared_state && Policy::checkpoint_format::is_exact_fp32;
-    if (!plan.writes_checkpoint || (!outputs_from_flush(plan) && !stored_exactly)) {
+    if (!reads_flushed) {
       if constexpr (Policy::shared_state)
         s.load(st.checkpoint, p, V, K, lane);
       else
         s.load(st.read_copy, p, V, K, lane);
     }
-    const int32_t first = F > L ? F - L : 0;  // the first open token
-    if (first >= plan.tokens) return;
-    float key_term[MaxTokens] = {}, query_term[MaxTokens] = {}, u[MaxTokens] = {};
-    for (int t = 0; t < MaxTokens; ++t) {
-      if (t < first || t >= plan.tokens) continue;
-      key_term[t] = math::mul(scratch[l.state_decay + t], detail::row_dot(ex, s, keys + (L + t) * K, K, lane));
-      query_term[t] = math::mul(scratch[l.state_decay + t], detail::row_dot(ex, s, queries + t * K, K, lane));
-    }
-    for (int32_t e = F; e < L; ++e) {
-      const float ue = scratch[l.window_u + e * V + p];
-      for (int t = 0; t < MaxTokens; ++t) {
-        if (t >= plan.tokens) continue;
-        key_term[t] = math::fma(scratch[l.key_coef + t * E + e], ue, key_term[t]);
-        query_term[t] = math::fma(scratch[l.query_coef + t * E + e], ue, query_term[t]);
-      }
-    }
-    for (int t = 0; t < MaxTokens; ++t) {
-      if (t < first || t >= plan.tokens) continue;
-      for (int i = 0; i < t; ++i) key_term[t] = math::fma(scratch[l.key_coef + t * E + L + i], u[i], key_term[t]);
-      u[t] = gated_deltanet::corrected_value(scratch[l.beta + L + t], to_float(in.v.at(t)[p]), key_term[t]);
-      for (int i = 0; i <= t; ++i)
-        query_term[t] = math::fma(scratch[l.query_coef + t * E + L + i], u[i], query_term[t]);
-      if (writer) {
-        in.o.at(t)[p] = from_float<Act>(query_term[t]);
-        st.window_u[plan.ring_slot(L + t) * st.window_u_stride + p] = u[t];
-      }
-    }
+    // A decode step's one token is a constant: its per-token arrays stay in registers.
+    detail::open_tokens_row<Kind == step_kind::decode ? 1 : max_draft_tokens>(ex, s, in, st, shape, plan, l, scratch,
+                                                                              p, lane);
   });
 }
 

@@ -35,6 +35,9 @@ template <class Act>
 struct gdn_params : step_params {
   static_assert(is_activation_v<Act>, "gdn_params: Act must be float, half_t, bfloat16_t, __half or __nv_bfloat16");
   using activation = Act;
+  /// Whether a decode step's flush under `Policy` folds its token (`flush_folds_token`).
+  template <class Policy>
+  static constexpr bool flush_folds_token = gdn_flush_folds_token<Policy>;
   // Shape (and `heads`: HV, value heads, a multiple of key_heads). Tensor-parallel shards are
   // simply fewer heads.
   int32_t key_heads = 0;  ///< HK

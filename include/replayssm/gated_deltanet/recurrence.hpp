@@ -69,6 +69,20 @@ inline constexpr gdn_window gdn_window_mode<Policy, std::void_t<decltype(Policy:
 template <class Policy>
 inline constexpr bool keeps_raw_inputs = gdn_window_mode<Policy> == gdn_window::raw_inputs;
 
+/// Whether a Gated DeltaNet decode step's flush folds its own token: under a write-back
+/// policy (a window of one) it does, as conventional decoding does. A replay flush folds the
+/// window's committed entries only and its token opens the next window: the token's u is a
+/// dot product over a whole state row as it stands before the token, which the flush's one
+/// pass over the state forms as it folds (its output too); folding the token as well would
+/// take a second pass. A replay window of W entries thus flushes every W - 1 tokens after
+/// its first.
+template <class Policy>
+inline constexpr bool gdn_flush_folds_token = Policy::is_writeback;
+
+/// Tokens between two flushes of a head after its first window (`gdn_flush_folds_token`).
+template <class Policy>
+inline constexpr int gdn_flush_period = gdn_flush_folds_token<Policy> ? Policy::window : Policy::window - 1;
+
 /// Gated DeltaNet recurrence trait: how a step's scalars are formed from its inputs.
 struct gated_deltanet {
   static constexpr const char* name = "gated_deltanet";

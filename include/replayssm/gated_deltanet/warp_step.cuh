@@ -16,12 +16,13 @@
 ///   head step's `partial_dot`, and the window terms its order too, so that u_t, which a
 ///   later flush folds into the checkpoint, has the CPU's bits.
 /// - A flush (the token fills the window; a write-back step is the flush of a window of one)
-///   needs whole rows: the token's u is a dot product over its row after the window is
-///   folded. Two ways (`gdn_warp_flush_path`): the checkpoint streamed twice in the read
-///   step's column stages (`gdn_warp_flush`: stored u, `corrected_values`), or once in
-///   stages of whole rows, four lanes per row running the head step's own row code
-///   (`gdn_warp_row_flush`: write-back, `raw_inputs`). A verify step's flush folds the
-///   committed entries only (no token): one pass either way.
+///   streams the checkpoint once, folding the window's committed entries; the token is left
+///   open (`gdn_flush_folds_token`: a write-back step folds it): the same pass queries the
+///   new state with its k_t and q_t, and it opens the next window. Two ways
+///   (`gdn_warp_flush_path`): in the read step's column stages (`gdn_warp_flush`: stored u,
+///   `corrected_values`), or in stages of whole rows, four lanes per row running the head
+///   step's own row code (`gdn_warp_row_flush`: write-back, `raw_inputs`). A verify step's
+///   flush folds the committed entries only and leaves its drafts to the read that follows.
 ///
 /// In an engine's kernel, per warp, with `gdn_warp_layout<Policy, Flush>::make(shape).bytes`
 /// of shared memory (128-byte aligned) and the views of `gdn_head_views`:
@@ -139,14 +140,14 @@ using gdn_row_flush_config = gdn_row_config<typename Policy::checkpoint_format, 
 /// How the flushes of `Policy` (a write-back step's included) run.
 enum class gdn_flush_path {
   head_step,      ///< one block per value head: windows over 16 (the scratch would leave too few warps per SM)
-  column_passes,  ///< `gdn_warp_flush`: the checkpoint streamed twice in column stages
-  whole_rows,     ///< `gdn_warp_row_flush`: the checkpoint streamed once in whole rows
+  column_stages,  ///< `gdn_warp_flush`: the checkpoint streamed in column stages
+  whole_rows,     ///< `gdn_warp_row_flush`: the checkpoint streamed in whole rows
 };
 
-/// Stored u (`corrected_values`) folds on the column passes, where a lane holds the window's
+/// Stored u (`corrected_values`) folds in column stages, where a lane holds the window's
 /// u of its four rows in registers and its keys' columns serve four rows (on the H200 at
 /// batch 256, 539 us a flush against 735 us on whole rows, whose lanes load every entry's key
-/// columns per row); the checkpoint's stages must hold whole chunks of a separate read copy
+/// columns per row, when the column stages still streamed the checkpoint twice); the checkpoint's stages must hold whole chunks of a separate read copy
 /// (written from them). Recomputed u (`raw_inputs`) and the write-back step need each row
 /// whole as they fold: whole rows (1020 us against the head step's 1252 for `raw_inputs`).
 template <class Policy>
@@ -154,7 +155,7 @@ inline constexpr gdn_flush_path gdn_warp_flush_path =
     Policy::window > 16 ? gdn_flush_path::head_step
     : !keeps_raw_inputs<Policy> && !Policy::is_writeback &&
             gdn_flush_config<Policy>::stage_columns % Policy::read_format::chunk_elems == 0
-        ? gdn_flush_path::column_passes
+        ? gdn_flush_path::column_stages
         : gdn_flush_path::whole_rows;
 
 /// Whether the flushes of `Policy` run on whole rows (`gdn_warp_row_flush`).
@@ -219,10 +220,9 @@ struct gdn_warp_layout<Policy, true, 1, true> {
 };
 
 /// The stream a read step of a head consumes (its read copy, or the checkpoint in shared
-/// mode), or a flush of a step of `Kind` (`Flush`: the checkpoint, in columns twice over for
-/// a decode step's flush and once for a verify step's, or once in whole rows: `rows` of
+/// mode), or a flush (`Flush`: the checkpoint once, in columns or in whole rows: `rows` of
 /// them, all by default), started at once: call it before any other load of the step.
-template <bool Flush, copy_engine Engine, step_kind Kind = step_kind::decode, class Policy, class Act>
+template <bool Flush, copy_engine Engine, class Policy, class Act>
 __device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, uint8_t* smem, int lane,
                                  row_range rows = gdn_row_flush_config<Policy>::all_rows) {
   static_assert(!Flush || gdn_warp_flushes<Policy>, "start_gdn_stream: this policy's flushes run the head step");
@@ -233,9 +233,9 @@ __device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_laye
     // Piece u of a stage: unit u of its rows; a unit of every row is V chunks.
     const int32_t unit_elements = s.value_dim * stream_t::chunk_elems;
     return stream_t(storage, st.checkpoint, rows.first * stream_t::chunk_elems, rows.count * stream_t::chunk_elems,
-                    lane, 1, unit_elements);
+                    lane, unit_elements);
   } else if constexpr (Flush)
-    return stream_t(storage, st.checkpoint, 0, elements, lane, Kind == step_kind::decode ? 2 : 1);
+    return stream_t(storage, st.checkpoint, 0, elements, lane);
   else if constexpr (Policy::shared_state)
     return stream_t(storage, st.checkpoint, 0, elements, lane);
   else
@@ -443,6 +443,45 @@ struct window_keys {
   }
 };
 
+/// Appends a token's normalized key (on the key head's appending value head), log decay and,
+/// in the `raw_inputs` mode, write strength at ring slot `ring` of the window.
+template <class Policy, class Act>
+__device__ void append_token_scalars(const gdn_head_state<Policy, Act>& st, int32_t ring, int32_t K, const float* key,
+                                     float log_decay, float beta, int lane) {
+  if (st.appends_key)
+    for (int32_t c = lane; c < K; c += 32) st.window_k[ring * st.window_k_stride + c] = key[c];
+  if (lane == 0) {
+    st.window_g[ring * st.window_g_stride] = log_decay;
+    if constexpr (keeps_raw_inputs<Policy>) st.window_beta[ring * st.window_beta_stride] = beta;
+  }
+}
+
+/// The token a decode step's flush leaves open (`gdn_warp_flush`), from the pass's dot
+/// products of the lane's rows of the new state with its k_t and q_t (`key`, `query`): its u
+/// with the head step's bits (`open_tokens_row`: the state's decay to the token times the
+/// row's dot product), its output (the token's own term k_t . q_t summed in the warp's order),
+/// and the token appended as the window's entry L.
+template <int R, class Policy, class Act>
+__device__ void open_flushed_token(const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
+                                   const step_plan& plan, int32_t K, const float* key, const float* query,
+                                   const float* log_decay, float beta, const float (&v)[R],
+                                   const row_chains<R>& by_key, const row_chains<R>& by_query, int lane) {
+  const int32_t L = plan.length, ring = plan.ring_slot(L), blocks = K / gdn_column_block;
+  const float state_decay = math::exp(suffix_log_decay(log_decay, L - 1, L + 1));
+  float key_query = 0.0f;
+  for (int32_t c = lane; c < K; c += 32) key_query = math::fma(key[c], query[c], key_query);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) key_query += __shfl_xor_sync(0xffffffffu, key_query, offset);
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int32_t p = lane + 32 * i;
+    const float u = gated_deltanet::corrected_value(beta, v[i], math::mul(state_decay, by_key.total(i, blocks)));
+    in.o.at(0)[p] = from_float<Act>(math::fma(key_query, u, math::mul(state_decay, by_query.total(i, blocks))));
+    st.window_u[ring * st.window_u_stride + p] = u;
+  }
+  append_token_scalars(st, ring, K, key, log_decay[L], beta, lane);
+}
+
 }  // namespace detail
 
 /// A read step of one value head by one warp, from `stream` (`start_gdn_stream<false>`;
@@ -582,42 +621,33 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
       if constexpr (keeps_raw_inputs<Policy>) st.window_v[ring * st.window_v_stride + p] = in.v.at(t)[p];
     }
   }
-  for (int32_t t = 0; t < T; ++t) {
-    const int32_t ring = plan.ring_slot(L + t);
-    if (st.appends_key)
-      for (int32_t c = lane; c < K; c += 32) st.window_k[ring * st.window_k_stride + c] = key[t * K + c];
-    if (lane == 0) {
-      st.window_g[ring * st.window_g_stride] = log_decay[L + t];
-      if constexpr (keeps_raw_inputs<Policy>) st.window_beta[ring * st.window_beta_stride] = beta[t];
-    }
-  }
+  for (int32_t t = 0; t < T; ++t)
+    detail::append_token_scalars(st, plan.ring_slot(L + t), K, key + t * K, log_decay[L + t], beta[t], lane);
 }
 
-/// A flush of one value head by one warp on the column passes (`gdn_warp_flush_path`), from
-/// `stream` (`start_gdn_stream<true, Engine, Kind>`; `smem` the warp's `gdn_warp_layout<Policy,
-/// true>` bytes). A decode step's flush (the token fills the window) folds the window's
-/// entries and the token into the checkpoint and writes the output from the new state. The
-/// token's u needs the dot product of its whole row with k_t once the window is folded, and a
-/// lane sees a few columns of every row per stage; so the first pass folds the window and
-/// forms that dot product, and the second folds again, adds the token and stores. A verify
-/// step's flush (`Kind = step_kind::verify`) folds the committed entries only, in one pass,
-/// and writes no output: the verify read that follows reads the new state. The arithmetic per
-/// element is the head step's: the window in closed form (`decayed_checkpoint`, then
-/// `fold_entry` per entry), the token as `fold_row` folds it, so that the checkpoint has the
-/// CPU's bits. The cursor is the caller's to advance. A separate read copy is written from
-/// each stage of the storing pass, rounded to nearest as the head step writes it.
+/// A flush of one value head by one warp in column stages (`gdn_warp_flush_path`), from
+/// `stream` (`start_gdn_stream<true, Engine>`; `smem` the warp's `gdn_warp_layout<Policy,
+/// true>` bytes), in one pass over the checkpoint: each stage folds the window's committed
+/// entries (the head step's arithmetic per element: `decayed_checkpoint`, then `fold_entry`
+/// per entry, so that the checkpoint has the CPU's bits) and is stored (a separate read copy
+/// from it, rounded to nearest as the head step writes it). A decode step's token
+/// (`Kind = step_kind::decode`) is not folded (`gdn_flush_folds_token`): the pass also
+/// queries the new state, unrounded, with its k_t (in the chains of the head step's order, so
+/// that its u, which enters the window, has the CPU's bits) and q_t, and the token opens the
+/// next window, its output written. A verify step's flush writes no output: the verify read
+/// that follows reads the new state. The cursor is the caller's to advance.
 template <step_kind Kind = step_kind::decode, class Stream, class Policy, class Act>
 __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
                                gdn_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
-  static_assert(gdn_warp_flush_path<Policy> == gdn_flush_path::column_passes,
+  static_assert(gdn_warp_flush_path<Policy> == gdn_flush_path::column_stages,
                 "gdn_warp_flush: this policy's flushes take another path");
   using config = gdn_flush_config<Policy>;
   using format = typename config::format;
-  constexpr bool folds_token = Kind == step_kind::decode;
+  constexpr bool opens_token = Kind == step_kind::decode;
   constexpr int R = config::rows_per_lane, UPS = config::units_per_stage, Kc = format::chunk_elems;
   // The window's entries: a decode step's token is the last of W, a verify step's committed
   // entries may fill the window.
-  constexpr int W = Policy::window, V = config::value_dim, entries = folds_token ? W - 1 : W;
+  constexpr int W = Policy::window, V = config::value_dim, entries = opens_token ? W - 1 : W;
   const int32_t K = s.key_dim, L = plan.length;  // the window's entries; a decode step's token is entry L
   const auto l = gdn_warp_layout<Policy, true>::make(s);
   float* keys = reinterpret_cast<float*>(smem + l.key);
@@ -635,17 +665,16 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
 #pragma unroll
     for (int i = 0; i < R; ++i)
       u[i][j] = j < L ? st.window_u[plan.ring_slot(j) * st.window_u_stride + lane + 32 * i] : 0.0f;
-  float v[R] = {}, beta = 0.0f, token_log_decay = 0.0f;
-  const float* token_key = keys + L * K;
-  if constexpr (folds_token) {
+  float v[R] = {}, beta = 0.0f;
+  float* token_key = keys + L * K;
+  if constexpr (opens_token) {
 #pragma unroll
     for (int i = 0; i < R; ++i) v[i] = to_float(in.v.at(0)[lane + 32 * i]);
     beta = gated_deltanet::write_strength(to_float(in.b.at(0)[0]));
-    token_log_decay = gated_deltanet::log_decay(to_float(in.a.at(0)[0]), in.A_log, in.dt_bias);
-    detail::warp_normalize_tokens(in, 1, K, keys + L * K, query, lane);
+    if (lane == 0) log_decay[L] = gated_deltanet::log_decay(to_float(in.a.at(0)[0]), in.A_log, in.dt_bias);
+    detail::warp_normalize_tokens(in, 1, K, token_key, query, lane);
   }
-  for (int32_t j = lane; j <= L; j += 32)
-    log_decay[j] = j < L ? st.window_g[plan.ring_slot(j) * st.window_g_stride] : token_log_decay;
+  for (int32_t j = lane; j < L; j += 32) log_decay[j] = st.window_g[plan.ring_slot(j) * st.window_g_stride];
   lanes_wait<0>();
   __syncwarp();
   // The closed form's coefficients, as the head step stages them: entry j's at j < L, the
@@ -657,14 +686,11 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
 #pragma unroll
     for (int i = 0; i < R; ++i)
       if (j < L) u[i][j] = weighted_value(fold_coef[j], u[i][j]);
-  const float window_decay = fold_coef[L], token_decay = math::exp(token_log_decay);
+  const float window_decay = fold_coef[L];
 
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
-  const int32_t S = folds_token ? stream.stages_per_pass() : 0;  // stages of the first pass
-  const int blocks = K / gdn_column_block;
   detail::row_chains<R> by_key, by_query;
-  float token_u[R] = {};
   // Each stage is copied to registers and released before the fold, so that the next copy
   // is in flight during it.
   auto load = [&](int, const uint8_t* data, const uint8_t* scales, int32_t) {
@@ -680,8 +706,7 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
     return t;
   };
   auto fold = [&](int stage, detail::gdn_stage_tile<UPS, R, Kc>& t) {
-    const bool stores = stage >= S;
-    const int32_t column0 = (stores ? stage - S : stage) * config::stage_columns;
+    const int32_t column0 = stage * config::stage_columns;
 #pragma unroll
     for (int unit = 0; unit < UPS; ++unit) {
       const int32_t column = column0 + unit * Kc;
@@ -702,9 +727,7 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
 #pragma unroll
           for (int e = 0; e < Kc; ++e) t.v[unit][i][e] = fold_entry(t.v[unit][i][e], u[i][j], k[e]);
       }
-      // A decode step's token: its decay, then (first pass) the dot with k_t for its u, or
-      // (second) its update and the dot with q_t for the output.
-      if constexpr (folds_token) {
+      if constexpr (opens_token) {  // the new state queried with the token's k_t and q_t
         float k[Kc], q[Kc];
         load_scratch(token_key + column, k);
         load_scratch(query + column, q);
@@ -712,32 +735,20 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
         for (int i = 0; i < R; ++i)
 #pragma unroll
           for (int e = 0; e < Kc; ++e) {
-            const float x = decayed_checkpoint(token_decay, t.v[unit][i][e]);
-            if (!stores) {
-              by_key.acc[i][0] = math::fma(x, k[e], by_key.acc[i][0]);
-            } else {
-              t.v[unit][i][e] = fold_entry(x, token_u[i], k[e]);
-              by_query.acc[i][0] = math::fma(t.v[unit][i][e], q[e], by_query.acc[i][0]);
-            }
+            by_key.acc[i][0] = math::fma(t.v[unit][i][e], k[e], by_key.acc[i][0]);
+            by_query.acc[i][0] = math::fma(t.v[unit][i][e], q[e], by_query.acc[i][0]);
           }
-        if ((column + Kc) % gdn_column_block == 0) stores ? by_query.turn() : by_key.turn();
+        if ((column + Kc) % gdn_column_block == 0) by_key.turn(), by_query.turn();
       }
-      if (stores)
 #pragma unroll
-        for (int i = 0; i < R; ++i)
-          st.checkpoint.template store<typename Policy::rounding>(column / Kc * V + lane + 32 * i, t.v[unit][i], key);
+      for (int i = 0; i < R; ++i)
+        st.checkpoint.template store<typename Policy::rounding>(column / Kc * V + lane + 32 * i, t.v[unit][i], key);
     }
-    if constexpr (!Policy::shared_state)
-      if (stores) detail::store_read_chunks<Policy>(st.read_copy, t, column0, lane, key);
-    if (folds_token && stage == S - 1) {  // the first pass is complete: the token's u per row
-#pragma unroll
-      for (int i = 0; i < R; ++i) token_u[i] = gated_deltanet::corrected_value(beta, v[i], by_key.total(i, blocks));
-    }
+    if constexpr (!Policy::shared_state) detail::store_read_chunks<Policy>(st.read_copy, t, column0, lane, key);
   };
   stream.for_each_stage(load, fold);
-  if constexpr (folds_token)
-#pragma unroll
-    for (int i = 0; i < R; ++i) in.o.at(0)[lane + 32 * i] = from_float<Act>(by_query.total(i, blocks));
+  if constexpr (opens_token) detail::open_flushed_token(in, st, plan, K, token_key, query, log_decay, beta, v, by_key,
+                                                        by_query, lane);
 }
 
 /// A flush of one value head by one warp on whole rows (`gdn_warp_flush_path`: the token
@@ -746,11 +757,13 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
 /// `gdn_warp_layout<Policy, true>` bytes). The window's entries and the token are staged in
 /// the head step's scratch layout (the window's keys and u by asynchronous copies, the
 /// token's q and k normalized with the bits of `l2_normalize`), then each row of each stage
-/// runs `detail::flush_row`, the head step's own code: the checkpoint (and read copy) and the
-/// token's output have the CPU's bits. `span` is the rows the stream holds (warps that split
-/// a head each flush a part, `gdn_row_config::part_rows`). The cursor is the caller's to
-/// advance, after every part of the head is done.
-template <class Stream, class Policy, class Act>
+/// runs `detail::flush_row` and, for a replay decode step's token (`Kind = step_kind::decode`,
+/// `gdn_flush_folds_token`), `detail::open_tokens_row`: the head step's own code, so that
+/// the checkpoint (and read copy) and the token's u have the CPU's bits. A verify step's
+/// flush folds the committed entries only. `span` is the rows the stream holds (warps that
+/// split a head each flush a part, `gdn_row_config::part_rows`; the first part appends the
+/// open token). The cursor is the caller's to advance, after every part of the head is done.
+template <step_kind Kind = step_kind::decode, class Stream, class Policy, class Act>
 __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& in,
                                    const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, const step_plan& plan,
                                    uint8_t* smem, int lane, row_range span = gdn_row_flush_config<Policy>::all_rows) {
@@ -780,6 +793,20 @@ __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& i
   __syncwarp();
   if (L > 0)  // the window's entries fold in closed form (`stage_gdn_coefficients`)
     for (int32_t j = lane; j <= L; j += 32) scratch[l.fold_coef + j] = fold_decay(scratch + l.log_decay, j, L);
+  // A token left open: the state's decay to it and its own coefficient k_t . q_t (the
+  // output's only; summed in the warp's order), as `stage_gdn_coefficients` stages them.
+  constexpr bool opens_token = Kind == step_kind::decode && !gdn_flush_folds_token<Policy>;
+  if constexpr (opens_token) {
+    float key_query = 0.0f;
+    for (int32_t c = lane; c < K; c += 32)
+      key_query = math::fma(scratch[l.keys + L * K + c], scratch[l.queries + c], key_query);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) key_query += __shfl_xor_sync(0xffffffffu, key_query, offset);
+    if (lane == 0) {
+      scratch[l.state_decay] = math::exp(suffix_log_decay(scratch + l.log_decay, L - 1, L + 1));
+      scratch[l.query_coef + L] = key_query;
+    }
+  }
   __syncwarp();
 
   random_stream_key key = st.key;
@@ -799,12 +826,24 @@ __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& i
   };
   auto fold = [&](int stage, rows_t& rows) {
 #pragma unroll
-    for (int i = 0; i < config::rows_per_lane; ++i)
-      replayssm::detail::flush_row(detail::warp_row_lanes{}, rows.part[i], in, st, shape, plan, l, scratch,
-                                   span.first + stage * config::stage_rows + row + i * config::lane_rows, chain,
+    for (int i = 0; i < config::rows_per_lane; ++i) {
+      const int32_t p = span.first + stage * config::stage_rows + row + i * config::lane_rows;
+      replayssm::detail::flush_row(detail::warp_row_lanes{}, rows.part[i], in, st, shape, plan, l, scratch, p, chain,
                                    key);
+      if constexpr (opens_token)
+        replayssm::detail::open_tokens_row<1>(detail::warp_row_lanes{}, rows.part[i], in, st, shape, plan, l, scratch,
+                                              p, chain);
+    }
   };
   stream.for_each_stage(load, fold);
+  if constexpr (opens_token) {
+    if (span.first != 0) return;
+    const int32_t ring = plan.ring_slot(L);
+    if constexpr (keeps_raw_inputs<Policy>)
+      for (int32_t p = lane; p < V; p += 32) st.window_v[ring * st.window_v_stride + p] = in.v.at(0)[p];
+    detail::append_token_scalars(st, ring, K, scratch + l.keys + L * K, scratch[l.log_decay + L], scratch[l.beta + L],
+                                 lane);
+  }
 }
 
 }  // namespace warp

@@ -58,6 +58,8 @@ struct mamba2_head_inputs {
 template <class Policy, class Act>
 struct mamba2_head_state {
   using policy = Policy;
+  /// A flush folds the token that fills the window: its output is a sum over the new state.
+  static constexpr bool flush_folds_token = true;
   state_head_view<typename Policy::checkpoint_format> checkpoint;
   /// Where a flush reads the checkpoint when that differs from where it writes it (the
   /// snapshot baseline of speculative decoding); null data: `checkpoint` itself.

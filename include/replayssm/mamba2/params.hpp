@@ -34,6 +34,9 @@ template <class Act>
 struct mamba2_params : step_params {
   static_assert(is_activation_v<Act>, "mamba2_params: Act must be float, half_t, bfloat16_t, __half or __nv_bfloat16");
   using activation = Act;
+  /// A decode step's flush folds its token (`flush_folds_token`).
+  template <class Policy>
+  static constexpr bool flush_folds_token = true;
   // Shape (and `heads`, H). Tensor-parallel shards are simply fewer heads and groups.
   int32_t head_dim = 0;   ///< P, any value >= 1 (80 included)
   int32_t state_dim = 0;  ///< N, a multiple of 16 in [16, 256]

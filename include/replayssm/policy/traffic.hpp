@@ -13,17 +13,18 @@ struct state_traffic {
   constexpr double total() const { return read_bytes + write_bytes; }
 };
 
-/// Traffic of one decode step under `Policy`, averaged over a full window.
+/// Traffic of one decode step under `Policy`, averaged over the `Period` steps from one
+/// flush to the next (the window; a Gated DeltaNet replay window flushes every W - 1 steps).
 ///
 /// Conventional write-back reads and writes the state each step. Replay reads the read copy
-/// each step; once per window the flush reads and writes the checkpoint and, when separate,
+/// each step; once per period the flush reads and writes the checkpoint and, when separate,
 /// writes the read copy. The flush step reads the checkpoint instead of the read copy, which
 /// the average counts as one read-copy read saved and one checkpoint read spent.
-template <class Policy>
+template <class Policy, int Period = Policy::window>
 constexpr state_traffic state_traffic_per_step() {
   constexpr double read = Policy::read_format::bytes_per_element;
   constexpr double checkpoint = Policy::checkpoint_format::bytes_per_element;
-  constexpr double w = Policy::window;
+  constexpr double w = Period;
   if constexpr (Policy::is_writeback) {
     return {checkpoint, checkpoint};
   } else if constexpr (Policy::shared_state) {

@@ -42,10 +42,18 @@ struct step_plan {
   }
 };
 
+/// Whether a decode step's flush folds its own token (`State::flush_folds_token`: Mamba-2,
+/// and every write-back step) or folds the committed entries only, its token opening the next
+/// window (Gated DeltaNet replay: the token's u is a dot product over a whole state row as it
+/// stands before the token, so the flush streams the state once).
+template <class State>
+inline constexpr bool flush_folds_token = State::flush_folds_token;
+
 /// Reads the cursor of a head state (any recurrence's: it has `cursor`, `phase`,
-/// `window_entries` and `policy`) and decides the step. A decode step flushes when its token fills the
-/// window (the token is folded in); a verify step flushes the committed entries first when
-/// the window cannot hold its drafts after them.
+/// `window_entries`, `policy` and `flush_folds_token`) and decides the step. A decode step
+/// flushes when its token fills the window (`flush_folds_token`: the token is folded in, or
+/// opens the next window); a verify step flushes the committed entries first when the window
+/// cannot hold its drafts after them.
 template <step_kind Kind, class State>
 REPLAYSSM_HOST_DEVICE step_plan plan_step(const State& st, int32_t tokens) {
   using Policy = typename State::policy;
@@ -62,7 +70,7 @@ REPLAYSSM_HOST_DEVICE step_plan plan_step(const State& st, int32_t tokens) {
     return plan.error = error_cursor_out_of_range, plan;
   if constexpr (one_token) {
     plan.writes_checkpoint = c.length + 1 >= capacity;
-    plan.folded = plan.writes_checkpoint ? c.length + 1 : 0;
+    plan.folded = plan.writes_checkpoint ? c.length + (flush_folds_token<State> ? 1 : 0) : 0;
   } else {
     plan.writes_checkpoint = c.length + tokens > capacity;
     plan.folded = plan.writes_checkpoint ? c.length : 0;
@@ -84,13 +92,15 @@ REPLAYSSM_HOST_DEVICE int32_t entries_seen(const step_plan& plan, int32_t t) {
   return plan.length + t + 1 - plan.folded;
 }
 
-/// The cursor after a step: committed entries, flushes, ring start and pending drafts.
+/// The cursor after a step: committed entries, flushes, ring start and pending drafts. An
+/// emptied window starts again at ring slot 0.
 REPLAYSSM_HOST_DEVICE replay_cursor next_cursor(const step_plan& plan, step_kind kind) {
   const int32_t start = plan.writes_checkpoint && plan.ring > 0 ? (plan.start + plan.folded) % plan.ring : plan.start;
   const uint32_t flush_count = plan.flush_count + (plan.writes_checkpoint ? 1u : 0u);
-  if (kind == step_kind::decode)
-    return plan.writes_checkpoint ? replay_cursor{0, flush_count, 0, 0}
-                                  : replay_cursor{plan.length + 1, flush_count, start, 0};
+  if (kind == step_kind::decode) {
+    const int32_t length = plan.entries() - plan.folded;
+    return replay_cursor{length, flush_count, length == 0 ? 0 : start, 0};
+  }
   return replay_cursor{plan.length - plan.folded, flush_count, start, plan.tokens};
 }
 

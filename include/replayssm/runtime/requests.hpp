@@ -53,9 +53,10 @@ struct step_report {
 };
 
 /// A head state with only what `plan_step` reads: a cursor, a phase and the ring's length.
-template <class Policy>
+template <class Policy, bool FoldsToken>
 struct cursor_probe {
   using policy = Policy;
+  static constexpr bool flush_folds_token = FoldsToken;
   const replay_cursor* cursor;
   int32_t phase;
   int32_t window_entries;
@@ -68,7 +69,7 @@ template <class Policy, step_kind Kind, class Params>
 REPLAYSSM_HOST_DEVICE step_plan head_plan(const Params& p, int32_t b, int32_t slot, int32_t h) {
   const int32_t phase = !Policy::is_writeback && p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
   const replay_cursor* cursor = p.cursors != nullptr ? p.cursors + int64_t(slot) * p.heads + h : nullptr;
-  const cursor_probe<Policy> probe{cursor, phase, p.template ring_entries<Policy>()};
+  const cursor_probe<Policy, Params::template flush_folds_token<Policy>> probe{cursor, phase, p.template ring_entries<Policy>()};
   const int32_t tokens = Kind == step_kind::decode ? 1 : request_tokens(p, b);
   step_plan plan = plan_step<Kind>(probe, tokens);
   if (tokens > p.tokens) plan.error |= error_tokens_out_of_range;  // more than the step's rows hold

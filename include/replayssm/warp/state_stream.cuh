@@ -171,19 +171,17 @@ class state_stream {
   }
 
   /// Starts streaming elements [first, first + elements) of `head` (`first` a multiple of
-  /// the chunk; every lane calls it), `passes` times over: stage i of pass k is stage
-  /// k * stages_per_pass() + i. With pieces, `elements` is a piece's run over the stages (a
-  /// multiple of a piece) and piece p starts `p * piece_stride` elements after it.
+  /// the chunk; every lane calls it). With pieces, `elements` is a piece's run over the
+  /// stages (a multiple of a piece) and piece p starts `p * piece_stride` elements after it.
   __device__ state_stream(TempStorage& storage, const state_head_view<Format>& head, int32_t first, int32_t elements,
-                          int lane, int passes = 1, int32_t piece_stride = 0)
+                          int lane, int32_t piece_stride = 0)
       : s_(storage),
         head_(head),
         first_(first),
         elements_(elements),
         piece_stride_(piece_stride),
         lane_(lane) {
-    stages_per_pass_ = (elements + piece_elems - 1) / piece_elems;
-    stages_ = passes * stages_per_pass_;
+    stages_ = (elements + piece_elems - 1) / piece_elems;
     if constexpr (Engine == copy_engine::bulk) {
       if (lane_ == 0)
         for (int i = 0; i < Stages; ++i) barrier_init(&s_.full[i]);
@@ -198,9 +196,6 @@ class state_stream {
   __device__ void drain() {
     for_each_stage([](int, const uint8_t*, const uint8_t*, int32_t) {});
   }
-
-  /// Stages of one pass over the elements.
-  __device__ int stages_per_pass() const { return stages_per_pass_; }
 
   /// Calls `consume(stage, data, scales, first_element)` for every stage in order, with
   /// the stage's bytes in shared memory (`first_element`, its first piece's, counts from the
@@ -226,7 +221,7 @@ class state_stream {
       const int slot = stage % Stages;
       wait(slot, uint32_t(stage / Stages) & 1u);
       auto loaded = load(stage, static_cast<const uint8_t*>(s_.data[slot]), static_cast<const uint8_t*>(s_.scales[slot]),
-                         first_ + stage % stages_per_pass_ * piece_elems);
+                         first_ + stage * piece_elems);
       __syncwarp();
       fill(slot, stage + Stages);
       use(stage, loaded);
@@ -237,7 +232,7 @@ class state_stream {
   /// Issues stage `stage` into ring slot `slot` (nothing past the last stage; the lane
   /// engine still closes a group, so that every slot's wait counts the same groups).
   __device__ void fill(int slot, int stage) {
-    const int32_t first = stage < stages_ ? stage % stages_per_pass_ * piece_elems : 0;
+    const int32_t first = stage < stages_ ? stage * piece_elems : 0;
     const int32_t elems = stage < stages_ ? (elements_ - first < piece_elems ? elements_ - first : piece_elems) : 0;
     const uint32_t chunk0 = uint32_t((first_ + first) / chunk_elems), chunks = uint32_t(elems / chunk_elems);
     const uint8_t* data = head_.data + int64_t(chunk0) * Format::data_bytes_per_chunk;
@@ -286,7 +281,7 @@ class state_stream {
   state_head_view<Format> head_;
   int32_t first_, elements_, piece_stride_;
   int lane_;
-  int stages_per_pass_, stages_;
+  int stages_;
 };
 
 }  // namespace warp
