@@ -58,7 +58,7 @@ def us(b):
 
 def step_tables(rows, shape, mode):
     batches = sorted({k[4] for k in rows if k[1] == shape and k[2] == mode and k[0] == "writeback"})
-    out = [f"\n**{shape}, state {mode}, BF16 inputs** (median us per step; replay = mean over whole windows)\n",
+    out = [f"\n**{shape}, state {mode}, BF16 inputs** (median us per step; replay = mean over whole flush periods: W steps)\n",
            "| batch | writeback us | writeback % copy | writeback % in-place | W8 us | W16 us | W16 GB/s | W16 % copy | W16 % read | W32 us | speedup W8 | speedup W16 | speedup W32 |",
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in batches:
@@ -127,7 +127,7 @@ def gdn_step_table(gdn, shape):
     """Gated DeltaNet, FP32 state: writeback against replay in both window modes."""
     batches = sorted({k[4] for k in gdn if k[0] == "writeback" and k[1] == shape and k[2] == "fp32"})
     out = [f"\n**Gated DeltaNet {GDN_SHAPES.get(shape, shape)}: state fp32, W=16, BF16 inputs** "
-           "(median us per step; replay = mean over whole windows)\n",
+           "(median us per step; replay = mean over whole flush periods: W - 1 steps)\n",
            "| batch | writeback us | writeback GB/s | writeback % copy | replay us | replay GB/s | replay % copy | speedup | "
            "raw-inputs us | raw-inputs % copy | raw-inputs speedup |",
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
