@@ -147,8 +147,8 @@ enum class gdn_flush_path {
 /// Stored u (`corrected_values`) folds in column stages, where a lane holds the window's
 /// u of its four rows in registers and its keys' columns serve four rows (on the H200 at
 /// batch 256, 539 us a flush against 735 us on whole rows, whose lanes load every entry's key
-/// columns per row, when the column stages still streamed the checkpoint twice); the checkpoint's stages must hold whole chunks of a separate read copy
-/// (written from them). Recomputed u (`raw_inputs`) and the write-back step need each row
+/// columns per row, when the column stages still streamed the checkpoint twice); the
+/// checkpoint's stages must hold whole chunks of a separate read copy (written from them). Recomputed u (`raw_inputs`) and the write-back step need each row
 /// whole as they fold: whole rows (1020 us against the head step's 1252 for `raw_inputs`).
 template <class Policy>
 inline constexpr gdn_flush_path gdn_warp_flush_path =

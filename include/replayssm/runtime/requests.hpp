@@ -69,7 +69,8 @@ template <class Policy, step_kind Kind, class Params>
 REPLAYSSM_HOST_DEVICE step_plan head_plan(const Params& p, int32_t b, int32_t slot, int32_t h) {
   const int32_t phase = !Policy::is_writeback && p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
   const replay_cursor* cursor = p.cursors != nullptr ? p.cursors + int64_t(slot) * p.heads + h : nullptr;
-  const cursor_probe<Policy, Params::template flush_folds_token<Policy>> probe{cursor, phase, p.template ring_entries<Policy>()};
+  using probe_t = cursor_probe<Policy, Params::template flush_folds_token<Policy>>;
+  const probe_t probe{cursor, phase, p.template ring_entries<Policy>()};
   const int32_t tokens = Kind == step_kind::decode ? 1 : request_tokens(p, b);
   step_plan plan = plan_step<Kind>(probe, tokens);
   if (tokens > p.tokens) plan.error |= error_tokens_out_of_range;  // more than the step's rows hold
