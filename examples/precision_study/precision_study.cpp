@@ -17,9 +17,9 @@
 // `--model gdn`: one Gated DeltaNet layer of the Qwen3.5-4B shape (32 value heads, 16 key
 // heads, K = V = 128) on bf16 inputs over 2048 steps, the same way, each replay policy in
 // both window modes (gdn_window::corrected_values and raw_inputs). It also compares the
-// decoded checkpoint with the float64 reference state at the marks (multiples of the window,
-// where every mode has just flushed): ||S_h - S_ref,h|| / ||S_ref,h|| per head over its
-// V x K values. CSV:
+// decoded checkpoint at the marks with the float64 reference state it holds (a write-back
+// checkpoint every token, a replay checkpoint the tokens before its window's entries, as its
+// last flush left them): ||S_h - S_ref,h|| / ||S_ref,h|| per head over its V x K values. CSV:
 //
 //   mode,read,checkpoint,rounding,window_mode,step,mean_rel_err,worst_head_rel_err,
 //   mean_ckpt_rel_err,worst_head_ckpt_rel_err
@@ -36,7 +36,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -357,22 +359,24 @@ class error_tracker {
   std::vector<interval_error> intervals_;
 };
 
-/// The float64 reference over the studied sequence: its outputs and its state at each mark.
+/// The float64 reference over the studied sequence: its outputs and its state after some steps.
 struct reference_run {
-  std::vector<double> outputs;              ///< [steps][outputs per step]
-  std::vector<std::vector<double>> states;  ///< [mark]: the state after the mark's step
+  std::vector<double> outputs;                     ///< [steps][outputs per step]
+  std::map<int, std::vector<double>> states;  ///< the state after t steps, for each t asked
 };
 
-/// Runs `ref` over `steps` steps of `outputs` outputs from `initial`.
+/// Runs `ref` over `steps` steps of `outputs` outputs from `initial`, keeping the state after
+/// each number of steps in `state_steps` (0: the initial state).
 template <class Reference>
 reference_run run_reference(Reference& ref, const std::vector<float>& initial, int steps, size_t outputs,
-                            const std::vector<int>& marks) {
+                            const std::set<int>& state_steps) {
   for (size_t i = 0; i < initial.size(); ++i) ref.state()[i] = initial[i];
   reference_run r;
   r.outputs.resize(size_t(steps) * outputs);
+  if (state_steps.count(0) > 0) r.states[0] = ref.state();
   for (int t = 0; t < steps; ++t) {
     ref.step(t, r.outputs.data() + size_t(t) * outputs);
-    if (t + 1 == marks[r.states.size()]) r.states.push_back(ref.state());
+    if (state_steps.count(t + 1) > 0) r.states[t + 1] = ref.state();
   }
   return r;
 }
@@ -742,6 +746,19 @@ struct gdn_layer_buffers {
   }
 };
 
+/// The tokens a Gated DeltaNet checkpoint under `Policy` holds after `t` decode steps from an
+/// empty window in phase 0: the tokens before its window's entries, as the steps' plans leave
+/// them (a replay flush leaves its own token in the window: `gdn_flush_folds_token`).
+template <class Policy>
+int gdn_checkpoint_tokens(int t) {
+  replay_cursor cursor{};
+  for (int step = 0; step < t; ++step) {
+    const cursor_probe<Policy, gdn_flush_folds_token<Policy>> probe{&cursor, 0, Policy::window};
+    cursor = next_cursor(plan_step<step_kind::decode>(probe, 1), step_kind::decode);
+  }
+  return t - cursor.length;
+}
+
 /// Runs the whole sequence under `Policy` (and its window mode) with activations of type `Act` (the
 /// bf16 inputs widened to f32, or as they are), and fills `e`'s output errors at the marks
 /// and checkpoint errors at the marks.
@@ -777,11 +794,11 @@ void run_gdn_policy(study_entry& e, const gdn_problem& pr, const reference_run& 
     tracker.add(t, y.data(), ref.outputs.data() + size_t(t) * pr.v_size());
     const size_t mark = e.checkpoint_errors.size();
     if (t + 1 == marks[mark]) {
-      // Every mark is a multiple of the window: each mode has just flushed its checkpoint.
+      // The checkpoint holds the tokens before its window's (`gdn_checkpoint_tokens`).
       const std::vector<float> ckpt = buffers.checkpoint_values(p);
+      const std::vector<double>& held = ref.states.at(gdn_checkpoint_tokens<Policy>(t + 1));
       e.checkpoint_errors.push_back(
-          interval_error::of(t + 1, head_errors(ckpt.data(), ref.states[mark].data(), s.value_heads,
-                                                pr.head_elements())));
+          interval_error::of(t + 1, head_errors(ckpt.data(), held.data(), s.value_heads, pr.head_elements())));
     }
   }
   e.errors = tracker.intervals();
@@ -1077,10 +1094,10 @@ int run_mamba2(const options& o, int threads, std::chrono::steady_clock::time_po
   const problem pr = make_problem(o);
   const std::vector<int> marks = marks_for(o.steps);
   reference_layer reference(pr, o.gate);
-  const reference_run ref = run_reference(reference, pr.initial_state, pr.steps, pr.x_size(), marks);
+  const reference_run ref = run_reference(reference, pr.initial_state, pr.steps, pr.x_size(), {pr.steps});
   const std::vector<double> initial(pr.initial_state.begin(), pr.initial_state.end());
   print_state_table({s.heads, pr.steps, size_t(s.head_dim) * s.state_dim, pr.A, pr.dt_target, pr.slow_heads},
-                    initial, ref.states.back());
+                    initial, ref.states.at(pr.steps));
   print_nvfp4_range_table();
 
   std::vector<study_entry> entries = make_entries(studied_policies{}, pr, ref, o.gate, marks);
@@ -1109,10 +1126,15 @@ int run_gdn(const options& o, int threads, std::chrono::steady_clock::time_point
   const gdn_problem pr = make_gdn_problem(o);
   const std::vector<int> marks = marks_for(o.steps);
   gdn_reference_layer reference(pr);
-  const reference_run ref = run_reference(reference, pr.initial_state, pr.steps, pr.v_size(), marks);
+  // The reference states the checkpoints hold at the marks: a write-back step's the mark's
+  // own, a replay flush's (window W, like every studied replay mode) the tokens before its window.
+  std::set<int> held(marks.begin(), marks.end());
+  for (int m : marks) held.insert(gdn_checkpoint_tokens<replay_policy<window, fp32_format>>(m));
+  held.insert(pr.steps);
+  const reference_run ref = run_reference(reference, pr.initial_state, pr.steps, pr.v_size(), held);
   const std::vector<double> initial(pr.initial_state.begin(), pr.initial_state.end());
   print_state_table({s.value_heads, pr.steps, pr.head_elements(), pr.A, pr.dt_target, pr.slow_heads}, initial,
-                    ref.states.back());
+                    ref.states.at(pr.steps));
 
   std::vector<study_entry> entries = make_gdn_entries(gdn_studied_policies{}, pr, ref, marks, o.bf16_act);
   run_all(entries, threads);
