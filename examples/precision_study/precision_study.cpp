@@ -812,6 +812,7 @@ study_entry make_gdn_entry(const gdn_problem& pr, const reference_run& ref, cons
   study_entry e = policy_entry<Policy>();
   e.window_mode = Policy::is_writeback ? "none" : keeps_raw_inputs<Policy> ? "raw_inputs" : "corrected_values";
   if (!Policy::is_writeback) e.description += " window=" + e.window_mode;
+  e.bytes_per_element_step = state_traffic_per_step<Policy, gdn_flush_period<Policy>>().total();
   const gdn_buffer_sizes memory = gdn_buffers<Policy>(pr.shape, 1, dtype::bf16);
   e.checkpoint_bytes = memory.checkpoint_total();
   e.read_copy_bytes = memory.read_copy_total();
