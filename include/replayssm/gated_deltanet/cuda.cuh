@@ -165,7 +165,7 @@ status gdn_warp_decode_step(const gdn_params<Act>& p, const device_limits& d, si
 }
 
 /// Whether the warp steps of `p` can stream with the bulk copy engine on this device: the read
-/// step its read copy (or shared checkpoint), a flush on the column passes the checkpoint.
+/// step its read copy (or shared checkpoint), a flush in column stages the checkpoint.
 /// (Flushes on whole rows gather with the lanes.)
 template <class Policy, class Act>
 bool gdn_bulk_copies_fit(const gdn_params<Act>& p, const device_limits& d) {
