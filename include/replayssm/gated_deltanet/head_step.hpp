@@ -378,10 +378,6 @@ REPLAYSSM_HOST_DEVICE void flush_row(const Exec& ex, gdn_row_part<Lanes>& s, con
   if constexpr (!Policy::shared_state) s.template store<round_nearest_even>(st.read_copy, p, V, K, lane, key);
 }
 
-}  // namespace detail
-
-namespace detail {
-
 /// The open tokens of state row `p` (entries L + t not folded), by one of its lanes, from the
 /// row `s` holds (the state their plan's flush formed, or as stored) and the window's u: each
 /// token's u (written to the window) and output. Up to `MaxTokens` tokens.
