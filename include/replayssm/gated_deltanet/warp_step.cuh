@@ -443,6 +443,17 @@ struct window_keys {
   }
 };
 
+/// The dot product of two K-vectors in shared memory over the warp (lane c sums columns c,
+/// c + 32, ..., then the lanes meet in a butterfly), every lane receiving it: an open token's
+/// own coefficient k_t . q_t, which only its output uses.
+__device__ inline float warp_dot(const float* a, const float* b, int32_t K, int lane) {
+  float sum = 0.0f;
+  for (int32_t c = lane; c < K; c += 32) sum = math::fma(a[c], b[c], sum);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  return sum;
+}
+
 /// Appends a token's normalized key (on the key head's appending value head), log decay and,
 /// in the `raw_inputs` mode, write strength at ring slot `ring` of the window.
 template <class Policy, class Act>
@@ -468,10 +479,7 @@ __device__ void open_flushed_token(const gdn_head_inputs<Act>& in, const gdn_hea
                                    const row_chains<R>& by_key, const row_chains<R>& by_query, int lane) {
   const int32_t L = plan.length, ring = plan.ring_slot(L), blocks = K / gdn_column_block;
   const float state_decay = math::exp(suffix_log_decay(log_decay, L - 1, L + 1));
-  float key_query = 0.0f;
-  for (int32_t c = lane; c < K; c += 32) key_query = math::fma(key[c], query[c], key_query);
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) key_query += __shfl_xor_sync(0xffffffffu, key_query, offset);
+  const float key_query = warp_dot(key, query, K, lane);
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int32_t p = lane + 32 * i;
@@ -797,11 +805,7 @@ __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& i
   // output's only; summed in the warp's order), as `stage_gdn_coefficients` stages them.
   constexpr bool opens_token = Kind == step_kind::decode && !gdn_flush_folds_token<Policy>;
   if constexpr (opens_token) {
-    float key_query = 0.0f;
-    for (int32_t c = lane; c < K; c += 32)
-      key_query = math::fma(scratch[l.keys + L * K + c], scratch[l.queries + c], key_query);
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) key_query += __shfl_xor_sync(0xffffffffu, key_query, offset);
+    const float key_query = detail::warp_dot(scratch + l.keys + L * K, scratch + l.queries, K, lane);
     if (lane == 0) {
       scratch[l.state_decay] = math::exp(suffix_log_decay(scratch + l.log_decay, L - 1, L + 1));
       scratch[l.query_coef + L] = key_query;
