@@ -196,6 +196,15 @@ REPLAYSSM_HOST_DEVICE uint32_t magnitude_to_fp32_bits(uint32_t magnitude) {
   return (fp32_exp << 23) | ((mantissa - (1u << lead)) << (23 - lead));
 }
 
+/// The finite E4M3 code of magnitude `magnitude` (below 0x7F) and fp32 sign bit `sign` as
+/// fp32: its exponent and significand fields placed at fp32's (bias 127 for 7) and scaled by
+/// 2^120, exact for subnormal codes too (unless denormals are flushed). The general
+/// conversion made FP8 read steps compute-bound, and cost NVFP4's block scales (UE4M3) a
+/// branch per chunk.
+REPLAYSSM_HOST_DEVICE float e4m3_to_float(uint32_t sign, uint32_t magnitude) {
+  return math::mul(math::float_from_bits(sign | magnitude << 20), 0x1p120f);
+}
+
 /// Nearest-even encode of fp32 to T.
 template <class T>
 REPLAYSSM_HOST_DEVICE T encode_nearest(float v) {
@@ -249,6 +258,30 @@ struct convert<float, half_t, Round> {
     }
     return math::float_from_bits(sign | detail::magnitude_to_fp32_bits<detail::encoding<half_t>>(magnitude));
   }
+  /// The 2N halves of `words` (element 2k in the low half of word k) to fp32, each as
+  /// `apply` converts it. On the device one test covers all of them: NaN-free words (nearly
+  /// always) take the hardware conversion without a branch per element, which had been
+  /// 37% of an FP16 read step's instructions.
+  template <int N>
+  REPLAYSSM_HOST_DEVICE static void apply_words(const uint32_t (&words)[N], float (&out)[2 * N]) {
+#if REPLAYSSM_DEVICE_PASS
+    // A half's magnitude above 0x7C00 (a NaN) carries into its top bit; no carry crosses
+    // the halves.
+    uint32_t nan_test = 0;
+    for (int k = 0; k < N; ++k) nan_test |= (words[k] & 0x7FFF7FFFu) + 0x03FF03FFu;
+    if ((nan_test & 0x80008000u) == 0) {
+      for (int k = 0; k < N; ++k) {
+        asm("cvt.f32.f16 %0, %1;" : "=f"(out[2 * k]) : "h"(static_cast<uint16_t>(words[k])));
+        asm("cvt.f32.f16 %0, %1;" : "=f"(out[2 * k + 1]) : "h"(static_cast<uint16_t>(words[k] >> 16)));
+      }
+      return;
+    }
+#endif
+    for (int k = 0; k < N; ++k) {
+      out[2 * k] = apply(half_t::from_bits(static_cast<uint16_t>(words[k])));
+      out[2 * k + 1] = apply(half_t::from_bits(static_cast<uint16_t>(words[k] >> 16)));
+    }
+  }
 };
 
 /// bfloat16_t -> fp32: the bits become the upper half.
@@ -256,6 +289,14 @@ template <class Round>
 struct convert<float, bfloat16_t, Round> {
   REPLAYSSM_HOST_DEVICE static float apply(bfloat16_t b) {
     return math::float_from_bits(static_cast<uint32_t>(b.bits) << 16);
+  }
+  /// The 2N bfloat16 values of `words` (element 2k in the low half of word k) to fp32.
+  template <int N>
+  REPLAYSSM_HOST_DEVICE static void apply_words(const uint32_t (&words)[N], float (&out)[2 * N]) {
+    for (int k = 0; k < N; ++k) {
+      out[2 * k] = math::float_from_bits(words[k] << 16);
+      out[2 * k + 1] = math::float_from_bits(words[k] & 0xFFFF0000u);
+    }
   }
 };
 
@@ -266,10 +307,7 @@ struct convert<float, float_e4m3_t, Round> {
     const uint32_t sign = static_cast<uint32_t>(x.bits & 0x80u) << 24;
     const uint32_t magnitude = x.bits & 0x7Fu;
     if (magnitude == 0x7Fu) return math::float_from_bits(sign | detail::fp32_quiet_nan_bits);
-    // The code's exponent and significand fields placed at fp32's (bias 127 for 7) and scaled
-    // by 2^120: exact, subnormal codes included (unless denormals are flushed). The general
-    // conversion made FP8 read steps compute-bound.
-    return math::mul(math::float_from_bits(sign | magnitude << 20), 0x1p120f);
+    return detail::e4m3_to_float(sign, magnitude);
   }
 };
 
@@ -279,7 +317,7 @@ struct convert<float, float_ue4m3_t, Round> {
   REPLAYSSM_HOST_DEVICE static float apply(float_ue4m3_t x) {
     const uint32_t magnitude = x.bits & 0x7Fu;
     if (magnitude == 0x7Fu) return math::float_from_bits(detail::fp32_quiet_nan_bits);
-    return math::float_from_bits(detail::magnitude_to_fp32_bits<detail::encoding<float_ue4m3_t>>(magnitude));
+    return detail::e4m3_to_float(0u, magnitude);
   }
 };
 
@@ -333,7 +371,24 @@ struct convert<bfloat16_t, float, round_nearest_even> {
 /// fp32 -> float_e4m3_t, nearest even, satfinite (|v| > 448 and +-inf -> +-448); NaN -> 0x7F.
 template <>
 struct convert<float_e4m3_t, float, round_nearest_even> {
+  static constexpr int elems_per_word = 4;
   REPLAYSSM_HOST_DEVICE static float_e4m3_t apply(float v) { return detail::encode_nearest<float_e4m3_t>(v); }
+  /// in[0..3] -> bytes 0..3 of the result. The hardware conversion (sm_89 on) rounds as
+  /// `apply` does for every input but NaN (to 0x7F or 0xFF there, against 0x7F): callers
+  /// pass finite values only (an FP8 block with a NaN stores its NaN codes directly). It
+  /// replaces about 40 integer instructions per element, which bound FP8 flushes.
+  REPLAYSSM_HOST_DEVICE static uint32_t apply_packed(const float* in) {
+#if REPLAYSSM_DEVICE_PASS && __CUDA_ARCH__ >= 890
+    uint16_t lo, hi;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(in[1]), "f"(in[0]));
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(in[3]), "f"(in[2]));
+    return uint32_t(lo) | uint32_t(hi) << 16;
+#else
+    uint32_t packed = 0;
+    for (int i = 0; i < elems_per_word; ++i) packed |= static_cast<uint32_t>(apply(in[i]).bits) << (8 * i);
+    return packed;
+#endif
+  }
 };
 
 /// fp32 -> float_ue4m3_t, nearest even, satfinite (v > 448 and +inf -> 448); negative
@@ -353,14 +408,22 @@ struct convert<float_ue4m3_t, float, round_nearest_even> {
 template <>
 struct convert<float_e2m1_t, float, round_nearest_even> {
   REPLAYSSM_HOST_DEVICE static float_e2m1_t apply(float v) {
-    // Seven comparisons with the midpoints of the grid (0, 0.5, 1, 1.5, 2, 3, 4, 6), each tie
-    // going to the even code, instead of the general grid split: NVFP4 encodes divide every
-    // element and were bound by their conversions.
-    const uint32_t bits = math::float_bits(v);
-    if ((bits & detail::fp32_abs_mask) > detail::fp32_inf_bits) return float_e2m1_t::from_bits(0x7);
-    const float a = math::float_from_bits(bits & detail::fp32_abs_mask);
-    const uint32_t code = uint32_t(a > 0.25f) + uint32_t(a >= 0.75f) + uint32_t(a > 1.25f) + uint32_t(a >= 1.75f) +
-                          uint32_t(a > 2.5f) + uint32_t(a >= 3.5f) + uint32_t(a > 5.0f);
+    // The grid (0, 0.5, 1, 1.5, 2, 3, 4, 6) in two pieces instead of the general grid split
+    // (NVFP4 flushes were bound by their conversions; seven comparisons with the grid's
+    // midpoints still cost a fifth of one). From 1 on the codes follow the fp32 bits: the
+    // significand rounded to one bit, nearest even, a carry moving to the next binade, then
+    // code = biased exponent * 2 + that bit - 252, capped at 6's. Below 1 the grid is 0, 0.5,
+    // 1 (codes 0, 1, 2): 2|v| rounded to an integer by adding 2^23.
+    const uint32_t bits = math::float_bits(v), magnitude = bits & detail::fp32_abs_mask;
+    if (magnitude > detail::fp32_inf_bits) return float_e2m1_t::from_bits(0x7);
+    uint32_t code;
+    if (magnitude >= 0x3F800000u) {
+      const uint32_t rounded = magnitude + 0x1FFFFFu + ((magnitude >> 22) & 1u);
+      code = (rounded >> 22) - 252u;
+      code = code < 7u ? code : 7u;
+    } else {
+      code = math::float_bits(math::fma(2.0f, math::float_from_bits(magnitude), 0x1p23f)) - 0x4B000000u;
+    }
     return float_e2m1_t::from_bits(static_cast<uint8_t>(((bits >> 28) & 0x8u) | code));
   }
 };

@@ -72,6 +72,13 @@ REPLAYSSM_HOST_DEVICE uint32_t amax_bits(const float (&in)[N]) {
   return amax;
 }
 
+/// Whether T's nearest-even encode converts a packed group at once (`apply_packed`).
+template <class T, class = void>
+struct has_packed_nearest : std::false_type {};
+template <class T>
+struct has_packed_nearest<T, std::void_t<decltype(convert<T, float, round_nearest_even>::apply_packed(
+                                 std::declval<const float*>()))>> : std::true_type {};
+
 /// `Count` elements of `in` encoded to T and packed Width bits apart, element 0 lowest.
 /// Stochastic rounding converts them as one `cvt.rs` group from `random_word`.
 template <class T, int Width, int Count, class Round>
@@ -80,6 +87,9 @@ REPLAYSSM_HOST_DEVICE uint32_t encode_group(const float* in, uint32_t random_wor
     using C = convert<T, float, round_stochastic>;
     static_assert(C::elems_per_word == Count, "encode_group: Count must match cvt.rs");
     return C::apply_packed(in, random_word);
+  } else if constexpr (has_packed_nearest<T>::value) {
+    static_assert(convert<T, float, Round>::elems_per_word == Count, "encode_group: Count must match the packed encode");
+    return convert<T, float, Round>::apply_packed(in);
   } else {
     uint32_t packed = 0;
     for (int i = 0; i < Count; ++i) {
@@ -105,10 +115,7 @@ struct half_width_format {
                                            float (&out)[chunk_elems]) {
     uint32_t w[4];
     load_words(data_chunk, w);
-    for (int k = 0; k < 4; ++k) {
-      out[2 * k] = convert<float, T>::apply(T::from_bits(static_cast<uint16_t>(w[k])));
-      out[2 * k + 1] = convert<float, T>::apply(T::from_bits(static_cast<uint16_t>(w[k] >> 16)));
-    }
+    convert<float, T>::apply_words(w, out);
   }
 
   template <class Round>
