@@ -13,6 +13,32 @@ if(REPLAYSSM_WERROR)
     $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)
 endif()
 
+# The CPU steps' fused multiply-adds (math::fma, std::fma) are calls into libm unless the
+# compiler may emit FMA instructions: on x86-64 the project's own CPU targets (host tests,
+# examples, the CPU benchmark, the Python module) are compiled with AVX2 and FMA when the
+# build machine has them, which made the CPU steps 4-5x faster (docs/benchmarks.md, "CPU
+# benchmark"). Their results do not change (the library's -ffp-contract=off; test/fp_contract).
+option(REPLAYSSM_HOST_FMA "Compile the project's own CPU targets with FMA instructions where the build machine has them" ON)
+set(REPLAYSSM_HOST_FMA_FLAGS "")
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang"
+   AND NOT CMAKE_CROSSCOMPILING)
+  include(CheckCXXSourceRuns)
+  set(CMAKE_REQUIRED_FLAGS "-mavx2 -mfma")
+  check_cxx_source_runs("int main() { return __builtin_cpu_supports(\"avx2\") && __builtin_cpu_supports(\"fma\") ? 0 : 1; }"
+                        REPLAYSSM_BUILD_MACHINE_HAS_FMA)
+  unset(CMAKE_REQUIRED_FLAGS)
+  if(REPLAYSSM_BUILD_MACHINE_HAS_FMA)
+    set(REPLAYSSM_HOST_FMA_FLAGS -mavx2 -mfma)
+  endif()
+endif()
+add_library(replayssm_host_fma INTERFACE)
+if(REPLAYSSM_HOST_FMA AND REPLAYSSM_HOST_FMA_FLAGS)
+  list(JOIN REPLAYSSM_HOST_FMA_FLAGS "," fma_for_nvcc)
+  target_compile_options(replayssm_host_fma INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:${REPLAYSSM_HOST_FMA_FLAGS}>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=${fma_for_nvcc}>)
+endif()
+
 if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
   set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
 endif()
