@@ -39,6 +39,13 @@
 #define REPLAYSSM_HAS_HW_STOCHASTIC_ROUNDING 0
 #endif
 
+/// Host code compiled with -ffast-math (or -Ofast) reorders sums, fuses products, drops NaN
+/// tests and flushes subnormals, so its states would silently differ from the device's: the
+/// headers refuse it. Define REPLAYSSM_ALLOW_FAST_MATH to accept CPU states that differ.
+#if defined(__FAST_MATH__) && !defined(REPLAYSSM_ALLOW_FAST_MATH)
+#error "ReplaySSM: host code compiled with -ffast-math (or -Ofast) would not give the device's bits (reordered sums, fused products, dropped NaN tests, flushed subnormals): compile it without, or define REPLAYSSM_ALLOW_FAST_MATH to accept CPU states that differ from the GPU's"
+#endif
+
 namespace replayssm {
 
 /// Library version, kept in step with the CMake project version.
