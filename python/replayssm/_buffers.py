@@ -100,6 +100,7 @@ class LayerBuffers:
                  draft_tokens: int = 0, seed: int = 0, max_batch: int | None = None, checkpoint=None):
         self.policy, self.shape, self.num_slots, self.dtype, self.seed = policy, shape, num_slots, dtype, seed
         self.policy_index = policy.index  # looked up once: steps traced by torch.compile reuse it
+        self._step_arguments = {}  # each step's positional arguments with these buffers in place (_steps)
         self.draft_tokens = 0 if policy.is_writeback else draft_tokens
         self.window_entries = 0 if policy.is_writeback else policy.window + draft_tokens
         sizes = self._sizes(num_slots, self.draft_tokens)

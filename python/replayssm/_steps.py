@@ -17,9 +17,19 @@ FIELDS = {op: tuple(fields) for op, fields in _native.step_fields.items()}
 _ARRAY_ROLES = ("read", "written")
 _SCALAR_NAMES = {op: tuple(n for n, r in fields if r not in _ARRAY_ROLES) for op, fields in FIELDS.items()}
 _ARRAY_NAMES = {op: tuple(n for n, r in fields if r in _ARRAY_ROLES) for op, fields in FIELDS.items()}
-# The array whose framework (NumPy or PyTorch) a step's arrays share.
-_FIRST = {"mamba2_step": "x", "gdn_step": "a", "commit_drafts": "accepted_counts"}
 _NATIVE = {op: getattr(_native, op) for op in FIELDS}
+_POSITION = {op: {name: i for i, (name, _) in enumerate(fields)} for op, fields in FIELDS.items()}
+
+
+def _positions(op: str, names: str) -> tuple:
+    return tuple(_POSITION[op][name] for name in names.split())
+
+
+# What mamba2_step and gdn_step set per call, in the order they pass it to _layer_arguments.
+_MAMBA2_CALL = _positions("mamba2_step",
+                          "kind tokens pad_slot_id dt_softplus x dt A B C D z dt_bias y slot_indices token_counts")
+_GDN_CALL = _positions("gdn_step", "kind tokens pad_slot_id raw_inputs key_heads q k v qkv a b A_log dt_bias o "
+                                   "slot_indices token_counts")
 
 
 def arguments(op: str, scalars: dict, arrays: dict) -> list:
@@ -28,15 +38,39 @@ def arguments(op: str, scalars: dict, arrays: dict) -> list:
     return [*map(scalars.__getitem__, _SCALAR_NAMES[op]), *map(arrays.get, _ARRAY_NAMES[op])]
 
 
-def run(op: str, scalars: dict, arrays: dict) -> None:
-    """Runs ``op`` (a key of FIELDS) on NumPy arrays, or on PyTorch tensors through
-    ``_torch_ops``."""
-    if is_torch(arrays[_FIRST[op]]):
-        from . import _torch_ops
+def _layer_arguments(op: str, buffers: LayerBuffers, positions: tuple, values: tuple, checkpoint) -> list:
+    """The positional arguments of a layer's step ``op``: ``buffers``' arrays, policy and
+    seed, laid out once per buffers and op, then ``values`` at ``positions`` and
+    ``checkpoint`` when given. Building them from dictionaries per call cost a few
+    microseconds of the call (bench/python_overhead.py)."""
+    template = buffers._step_arguments.get(op)
+    if template is None:
+        constants = {name: None for name in _SCALAR_NAMES[op]}
+        constants.update(policy=buffers.policy_index, seed=buffers.seed)
+        template = buffers._step_arguments[op] = arguments(op, constants, buffers.arrays)
+    args = template.copy()
+    for position, value in zip(positions, values):
+        args[position] = value
+    if checkpoint is not None:
+        args[_POSITION[op]["checkpoint"]] = checkpoint
+    return args
 
-        _torch_ops.call(op, arguments(op, scalars, arrays))
+
+_torch_module = None  # _torch_ops, imported at the first call with PyTorch tensors
+
+
+def launch(op: str, args: list, first) -> None:
+    """Runs ``op`` on its positional arguments: on NumPy arrays, or on PyTorch tensors
+    (``first``, one of them, says which) through ``_torch_ops``."""
+    if is_torch(first):
+        global _torch_module
+        if _torch_module is None:
+            from . import _torch_ops
+
+            _torch_module = _torch_ops
+        _torch_module.call(op, args)
     else:
-        native(op, arguments(op, scalars, arrays))
+        _NATIVE[op](*args)
 
 
 def native(op: str, args: list) -> None:
@@ -55,11 +89,6 @@ def _check_buffers(buffers, kind):
         raise TypeError(f"replayssm: expected {kind.__name__}, got {type(buffers).__name__}")
 
 
-def _state_scalars(buffers: LayerBuffers, kind: str, tokens: int, pad_slot_id: int) -> dict:
-    return {"kind": kind, "policy": buffers.policy_index, "tokens": tokens, "pad_slot_id": pad_slot_id,
-            "seed": buffers.seed}
-
-
 def mamba2_step(kind: str, buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=None, dt_bias=None, *,
                 dt_softplus: bool = True, slot_indices=None, pad_slot_id: int = -1, tokens: int = 1,
                 token_counts=None, out=None, checkpoint=None):
@@ -73,11 +102,8 @@ def mamba2_step(kind: str, buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=Non
     """
     _check_buffers(buffers, Mamba2Buffers)
     out = _empty(x, x.shape) if out is None else out
-    arrays = {**buffers.arrays, "x": x, "dt": dt, "A": A, "B": B, "C": C, "D": D, "z": z, "dt_bias": dt_bias,
-              "y": out, "slot_indices": slot_indices, "token_counts": token_counts}
-    if checkpoint is not None:
-        arrays["checkpoint"] = checkpoint
-    run("mamba2_step", {**_state_scalars(buffers, kind, tokens, pad_slot_id), "dt_softplus": dt_softplus}, arrays)
+    values = (kind, tokens, pad_slot_id, dt_softplus, x, dt, A, B, C, D, z, dt_bias, out, slot_indices, token_counts)
+    launch("mamba2_step", _layer_arguments("mamba2_step", buffers, _MAMBA2_CALL, values, checkpoint), x)
     return out
 
 
@@ -96,12 +122,9 @@ def gdn_step(kind: str, buffers: GDNBuffers, q, k, v, a, b, A_log, dt_bias=None,
     _check_buffers(buffers, GDNBuffers)
     if out is None:
         out = _empty(a, (*a.shape, buffers.shape.value_dim))
-    arrays = {**buffers.arrays, "q": q, "k": k, "v": v, "qkv": qkv, "a": a, "b": b, "A_log": A_log,
-              "dt_bias": dt_bias, "o": out, "slot_indices": slot_indices, "token_counts": token_counts}
-    if checkpoint is not None:
-        arrays["checkpoint"] = checkpoint
-    run("gdn_step", {**_state_scalars(buffers, kind, tokens, pad_slot_id), "raw_inputs": buffers.policy.raw_inputs,
-                     "key_heads": 0 if qkv is None else buffers.shape.key_heads}, arrays)
+    values = (kind, tokens, pad_slot_id, buffers.policy.raw_inputs, 0 if qkv is None else buffers.shape.key_heads, q,
+              k, v, qkv, a, b, A_log, dt_bias, out, slot_indices, token_counts)
+    launch("gdn_step", _layer_arguments("gdn_step", buffers, _GDN_CALL, values, checkpoint), a)
     return out
 
 
@@ -135,4 +158,5 @@ def commit_drafts(buffers: LayerBuffers, accepted_counts, *, tokens: int, slot_i
     cursors; a bad count is reported through ``take_errors``)."""
     arrays = {"cursors": buffers.cursors, "report": buffers.report, "accepted_counts": accepted_counts,
               "slot_indices": slot_indices, "token_counts": token_counts}
-    run("commit_drafts", {"tokens": tokens, "pad_slot_id": pad_slot_id}, arrays)
+    launch("commit_drafts", arguments("commit_drafts", {"tokens": tokens, "pad_slot_id": pad_slot_id}, arrays),
+           accepted_counts)
