@@ -21,6 +21,16 @@
 #define REPLAYSSM_DEVICE_PASS 0
 #endif
 
+/// Marks the CPU launchers' per-head functions: everything a head step calls is inlined into
+/// them (GCC, Clang). GCC otherwise left the step's loops out of line wherever a translation
+/// unit called one instantiation from two places, and the CPU write-back step took twice as
+/// long (cpu_decode_bench with a second caller: 120-132 against 60-65 us per step).
+#if defined(__GNUC__)
+#define REPLAYSSM_FLATTEN __attribute__((flatten))
+#else
+#define REPLAYSSM_FLATTEN
+#endif
+
 /// Unrolls the next loop in device code (its trip count must be a constant): arrays indexed by
 /// its counter then stay in registers. Without it, loops whose bodies hold a Philox draw
 /// or a conversion were left rolled and their arrays went to local memory.

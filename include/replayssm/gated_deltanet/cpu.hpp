@@ -20,14 +20,27 @@ namespace replayssm {
 namespace cpu {
 namespace detail {
 
+/// Head h of request b's step of `Kind`, on slot `slot`.
+template <class Policy, step_kind Kind, class Act>
+REPLAYSSM_FLATTEN uint32_t head_step(const gdn_params<Act>& p, int32_t b, int32_t h, int32_t slot, float* scratch) {
+  const gdn_head_views<Policy, Act> v(p, b, h, slot);
+  return gdn_head_step<Kind>(serial_executor{}, v.in, v.state, p.shape(), scratch);
+}
+
+/// Head h of request b's snapshot verify step, on slot `slot`.
+template <class StateFormat, class Act>
+REPLAYSSM_FLATTEN uint32_t snapshot_head_step(const gdn_params<Act>& p, int32_t b, int32_t h, int32_t slot,
+                                              float* scratch) {
+  return gdn_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h, slot, scratch);
+}
+
 /// A Gated DeltaNet decode or verify step of every request.
 template <class Policy, step_kind Kind, class Act>
 status gdn_tokens_step(const gdn_params<Act>& p) {
   if (status s = validate_gdn<Policy>(p, /*host_memory=*/true, Kind); !s) return s;
   const size_t bytes = gdn_scratch_layout::make(p.shape(), Policy::window, p.tokens).bytes();
   return for_each_request_head(p, bytes, "gated_deltanet", [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-    const gdn_head_views<Policy, Act> v(p, b, h, slot);
-    return gdn_head_step<Kind>(serial_executor{}, v.in, v.state, p.shape(), scratch);
+    return head_step<Policy, Kind>(p, b, h, slot, scratch);
   });
 }
 
@@ -67,7 +80,7 @@ template <class StateFormat, class Act>
   const size_t bytes = gdn_scratch_layout::make(p.shape(), 0, p.tokens).bytes();
   return detail::for_each_request_head(
       p, bytes, "gated_deltanet", [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-        return gdn_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h, slot, scratch);
+        return detail::snapshot_head_step<StateFormat>(p, b, h, slot, scratch);
       });
 }
 
