@@ -67,12 +67,19 @@ struct cpu_layer {
   }
 };
 
+/// A whole window of steps per iteration; with threads: > 1 (the second argument) the
+/// (request, head) pairs are spread over that many threads (`cpu::thread_for`).
 template <class Policy>
 void bm_cpu_step(benchmark::State& state) {
   const int batch = int(state.range(0));
+  const cpu::thread_for threads{int(state.range(1))};
   cpu_layer<Policy> layer(batch);
   for (auto _ : state) {
-    for (int i = 0; i < window; ++i) cpu::mamba2_decode_step<Policy>(layer.p).throw_if_error();
+    for (int i = 0; i < window; ++i) {
+      const status s = threads.threads > 1 ? cpu::mamba2_decode_step<Policy>(layer.p, threads)
+                                           : cpu::mamba2_decode_step<Policy>(layer.p);
+      s.throw_if_error();
+    }
     benchmark::DoNotOptimize(layer.y.data());
   }
   // Seconds per step (printed with an SI prefix: 233u is 233 microseconds).
@@ -81,8 +88,18 @@ void bm_cpu_step(benchmark::State& state) {
   state.counters["modelled_bytes_per_step"] = mamba2_bytes_per_step<Policy>(shape, batch, dtype::f32);
 }
 
-BENCHMARK(bm_cpu_step<writeback_policy<fp32_format>>)->Name("cpu/writeback/fp32")->ArgName("batch")->Arg(1)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_cpu_step<replay_policy<window, fp32_format>>)->Name("cpu/replay/fp32/W16")->ArgName("batch")->Arg(1)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_cpu_step<writeback_policy<fp32_format>>)
+    ->Name("cpu/writeback/fp32")
+    ->ArgNames({"batch", "threads"})
+    ->ArgsProduct({{1, 4, 8}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_cpu_step<replay_policy<window, fp32_format>>)
+    ->Name("cpu/replay/fp32/W16")
+    ->ArgNames({"batch", "threads"})
+    ->ArgsProduct({{1, 4, 8}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

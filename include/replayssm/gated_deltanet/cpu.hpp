@@ -34,54 +34,59 @@ REPLAYSSM_FLATTEN uint32_t snapshot_head_step(const gdn_params<Act>& p, int32_t 
   return gdn_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h, slot, scratch);
 }
 
-/// A Gated DeltaNet decode or verify step of every request.
-template <class Policy, step_kind Kind, class Act>
-status gdn_tokens_step(const gdn_params<Act>& p) {
+/// A Gated DeltaNet decode or verify step of every request, its (request, head) pairs
+/// spread by `parallel_for` (runtime/cpu_launch.hpp).
+template <class Policy, step_kind Kind, class Act, class ParallelFor>
+status gdn_tokens_step(const gdn_params<Act>& p, ParallelFor&& parallel_for) {
   if (status s = validate_gdn<Policy>(p, /*host_memory=*/true, Kind); !s) return s;
   const size_t bytes = gdn_scratch_layout::make(p.shape(), Policy::window, p.tokens).bytes();
-  return for_each_request_head(p, bytes, "gated_deltanet", [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-    return head_step<Policy, Kind>(p, b, h, slot, scratch);
-  });
+  return for_each_request_head(
+      p, bytes, "gated_deltanet",
+      [&](int32_t b, int32_t h, int32_t slot, float* scratch) { return head_step<Policy, Kind>(p, b, h, slot, scratch); },
+      parallel_for);
 }
 
 }  // namespace detail
 
 /// One decode step for every request of `p` (host memory), under any policy: write-back or
-/// replay.
-template <class Policy, class Act>
-[[nodiscard]] status gdn_decode_step(const gdn_params<Act>& p) {
-  return detail::gdn_tokens_step<Policy, step_kind::decode>(p);
+/// replay. Every CPU launcher takes an optional `ParallelFor` last, which spreads the step's
+/// (request, head) pairs over the caller's threads (runtime/cpu_launch.hpp).
+template <class Policy, class Act, class ParallelFor = serial_for>
+[[nodiscard]] status gdn_decode_step(const gdn_params<Act>& p, ParallelFor&& parallel_for = {}) {
+  return detail::gdn_tokens_step<Policy, step_kind::decode>(p, parallel_for);
 }
 
 /// The conventional step: read, update and write the whole state.
-template <class StateFormat, class Rounding = round_nearest_even, class Act>
-[[nodiscard]] status writeback_decode_step(const gdn_params<Act>& p) {
-  return gdn_decode_step<writeback_policy<StateFormat, Rounding>>(p);
+template <class StateFormat, class Rounding = round_nearest_even, class Act, class ParallelFor = serial_for>
+[[nodiscard]] status writeback_decode_step(const gdn_params<Act>& p, ParallelFor&& parallel_for = {}) {
+  return gdn_decode_step<writeback_policy<StateFormat, Rounding>>(p, parallel_for);
 }
 
 /// The replay step: output from checkpoint + window, flush when the window fills.
-template <class Policy, class Act>
-[[nodiscard]] status replay_decode_step(const gdn_params<Act>& p) {
+template <class Policy, class Act, class ParallelFor = serial_for>
+[[nodiscard]] status replay_decode_step(const gdn_params<Act>& p, ParallelFor&& parallel_for = {}) {
   static_assert(!Policy::is_writeback, "replay_decode_step needs a window longer than 1");
-  return gdn_decode_step<Policy>(p);
+  return gdn_decode_step<Policy>(p, parallel_for);
 }
 
 /// The speculative verify step; the drafts wait in the window until `commit_drafts`
 /// (runtime/commit.hpp).
-template <class Policy, class Act>
-[[nodiscard]] status replay_verify_step(const gdn_params<Act>& p) {
-  return detail::gdn_tokens_step<Policy, step_kind::verify>(p);
+template <class Policy, class Act, class ParallelFor = serial_for>
+[[nodiscard]] status replay_verify_step(const gdn_params<Act>& p, ParallelFor&& parallel_for = {}) {
+  return detail::gdn_tokens_step<Policy, step_kind::verify>(p, parallel_for);
 }
 
 /// The conventional verify step: each draft's state written to its snapshot slot.
-template <class StateFormat, class Act>
-[[nodiscard]] status snapshot_verify_step(const gdn_params<Act>& p) {
+template <class StateFormat, class Act, class ParallelFor = serial_for>
+[[nodiscard]] status snapshot_verify_step(const gdn_params<Act>& p, ParallelFor&& parallel_for = {}) {
   if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/true); !s) return s;
   const size_t bytes = gdn_scratch_layout::make(p.shape(), 0, p.tokens).bytes();
   return detail::for_each_request_head(
-      p, bytes, "gated_deltanet", [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+      p, bytes, "gated_deltanet",
+      [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
         return detail::snapshot_head_step<StateFormat>(p, b, h, slot, scratch);
-      });
+      },
+      parallel_for);
 }
 
 }  // namespace cpu

@@ -128,9 +128,9 @@ struct gdn_harness {
     return p.o;
   }
 
-  template <class Policy, class Act>
-  static status cpu_decode(const gdn_params<Act>& p) {
-    return cpu::gdn_decode_step<Policy>(p);
+  template <class Policy, class Act, class ParallelFor = cpu::serial_for>
+  static status cpu_decode(const gdn_params<Act>& p, ParallelFor&& parallel_for = {}) {
+    return cpu::gdn_decode_step<Policy>(p, parallel_for);
   }
 
   /// A random initial state of magnitude about 0.3, as after a prefill of normalized keys.
