@@ -20,20 +20,6 @@ namespace replayssm {
 namespace cpu {
 namespace detail {
 
-/// Head h of request b's step of `Kind`, on slot `slot`.
-template <class Policy, step_kind Kind, class Act>
-REPLAYSSM_FLATTEN uint32_t head_step(const gdn_params<Act>& p, int32_t b, int32_t h, int32_t slot, float* scratch) {
-  const gdn_head_views<Policy, Act> v(p, b, h, slot);
-  return gdn_head_step<Kind>(serial_executor{}, v.in, v.state, p.shape(), scratch);
-}
-
-/// Head h of request b's snapshot verify step, on slot `slot`.
-template <class StateFormat, class Act>
-REPLAYSSM_FLATTEN uint32_t snapshot_head_step(const gdn_params<Act>& p, int32_t b, int32_t h, int32_t slot,
-                                              float* scratch) {
-  return gdn_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h, slot, scratch);
-}
-
 /// A Gated DeltaNet decode or verify step of every request, its (request, head) pairs
 /// spread by `parallel_for` (runtime/cpu_launch.hpp).
 template <class Policy, step_kind Kind, class Act, class ParallelFor>
@@ -42,7 +28,10 @@ status gdn_tokens_step(const gdn_params<Act>& p, ParallelFor&& parallel_for) {
   const size_t bytes = gdn_scratch_layout::make(p.shape(), Policy::window, p.tokens).bytes();
   return for_each_request_head(
       p, bytes, "gated_deltanet",
-      [&](int32_t b, int32_t h, int32_t slot, float* scratch) { return head_step<Policy, Kind>(p, b, h, slot, scratch); },
+      [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+        const gdn_head_views<Policy, Act> v(p, b, h, slot);
+        return gdn_head_step<Kind>(serial_executor{}, v.in, v.state, p.shape(), scratch);
+      },
       parallel_for);
 }
 
@@ -84,7 +73,7 @@ template <class StateFormat, class Act, class ParallelFor = serial_for>
   return detail::for_each_request_head(
       p, bytes, "gated_deltanet",
       [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-        return detail::snapshot_head_step<StateFormat>(p, b, h, slot, scratch);
+        return gdn_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h, slot, scratch);
       },
       parallel_for);
 }

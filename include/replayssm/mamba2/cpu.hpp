@@ -25,20 +25,6 @@ size_t scratch_bytes(const mamba2_params<Act>& p, int32_t tokens) {
   return mamba2_scratch_layout<Policy>::make(p.shape(), tokens).bytes();
 }
 
-/// Head h of request b's step of `Kind`, on slot `slot`.
-template <class Policy, step_kind Kind, class Act>
-REPLAYSSM_FLATTEN uint32_t head_step(const mamba2_params<Act>& p, int32_t b, int32_t h, int32_t slot, float* scratch) {
-  const mamba2_head_views<Policy, Act> v(p, b, h, slot);
-  return mamba2_head_step<Kind>(serial_executor{}, v.in, v.state, p.shape(), scratch);
-}
-
-/// Head h of request b's snapshot verify step, on slot `slot`.
-template <class StateFormat, class Act>
-REPLAYSSM_FLATTEN uint32_t snapshot_head_step(const mamba2_params<Act>& p, int32_t b, int32_t h, int32_t slot,
-                                              float* scratch) {
-  return mamba2_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h, slot, scratch);
-}
-
 /// A decode or verify step of every request, its (request, head) pairs spread by
 /// `parallel_for` (runtime/cpu_launch.hpp).
 template <class Policy, step_kind Kind, class Act, class ParallelFor>
@@ -46,7 +32,10 @@ status mamba2_tokens_step(const mamba2_params<Act>& p, ParallelFor&& parallel_fo
   if (status s = validate_mamba2<Policy>(p, /*host_memory=*/true, Kind); !s) return s;
   return for_each_request_head(
       p, scratch_bytes<Policy>(p, p.tokens), "mamba2",
-      [&](int32_t b, int32_t h, int32_t slot, float* scratch) { return head_step<Policy, Kind>(p, b, h, slot, scratch); },
+      [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
+        const mamba2_head_views<Policy, Act> v(p, b, h, slot);
+        return mamba2_head_step<Kind>(serial_executor{}, v.in, v.state, p.shape(), scratch);
+      },
       parallel_for);
 }
 
@@ -88,7 +77,7 @@ template <class StateFormat, class Act, class ParallelFor = serial_for>
   return detail::for_each_request_head(
       p, detail::scratch_bytes<Policy>(p, 1), "mamba2",
       [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-        return detail::snapshot_head_step<StateFormat>(p, b, h, slot, scratch);
+        return mamba2_snapshot_head_step<StateFormat>(serial_executor{}, p, b, h, slot, scratch);
       },
       parallel_for);
 }

@@ -67,6 +67,13 @@ inline float* thread_scratch(size_t floats) {
   return scratch.data();
 }
 
+/// `head(b, h, slot, scratch)`, everything it calls inlined into this function
+/// (`REPLAYSSM_FLATTEN`, config.hpp).
+template <class HeadStep>
+REPLAYSSM_FLATTEN uint32_t step_head(HeadStep& head, int32_t b, int32_t h, int32_t slot, float* scratch) {
+  return head(b, h, slot, scratch);
+}
+
 /// Runs `head(b, h, slot, scratch)` for every (request, head) of `p` that is not padding,
 /// with `scratch_bytes` of scratch, as `parallel_for` spreads them (item i: request
 /// i / heads, head i % heads); `who` starts the error message.
@@ -78,7 +85,7 @@ status for_each_request_head(const Params& p, size_t scratch_bytes, const char* 
     const int32_t b = int32_t(item / p.heads), h = int32_t(item % p.heads);
     const int32_t slot = request_slot(p, b);
     if (slot == p.pad_slot_id) return;
-    if (const uint32_t e = head(b, h, slot, thread_scratch(scratch_bytes / sizeof(float))); e != 0)
+    if (const uint32_t e = step_head(head, b, h, slot, thread_scratch(scratch_bytes / sizeof(float))); e != 0)
       errors.fetch_or(e, std::memory_order_relaxed);
   });
   if (const uint32_t e = errors.load(); e != 0) return status::error(std::string(who) + ": " + describe_step_errors(e));
