@@ -67,19 +67,15 @@ struct cpu_layer {
   }
 };
 
-/// A whole window of steps per iteration; with threads: > 1 (the second argument) the
-/// (request, head) pairs are spread over that many threads (`cpu::thread_for`).
+/// A whole window of steps per iteration, the (request, head) pairs spread over `threads`
+/// threads (the second argument; `cpu::thread_for` runs one on the calling thread alone).
 template <class Policy>
 void bm_cpu_step(benchmark::State& state) {
   const int batch = int(state.range(0));
   const cpu::thread_for threads{int(state.range(1))};
   cpu_layer<Policy> layer(batch);
   for (auto _ : state) {
-    for (int i = 0; i < window; ++i) {
-      const status s = threads.threads > 1 ? cpu::mamba2_decode_step<Policy>(layer.p, threads)
-                                           : cpu::mamba2_decode_step<Policy>(layer.p);
-      s.throw_if_error();
-    }
+    for (int i = 0; i < window; ++i) cpu::mamba2_decode_step<Policy>(layer.p, threads).throw_if_error();
     benchmark::DoNotOptimize(layer.y.data());
   }
   // Seconds per step (printed with an SI prefix: 233u is 233 microseconds).

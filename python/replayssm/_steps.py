@@ -25,11 +25,14 @@ def _positions(op: str, names: str) -> tuple:
     return tuple(_POSITION[op][name] for name in names.split())
 
 
-# What mamba2_step and gdn_step set per call, in the order they pass it to _layer_arguments.
-_MAMBA2_CALL = _positions("mamba2_step",
-                          "kind tokens pad_slot_id dt_softplus x dt A B C D z dt_bias y slot_indices token_counts")
-_GDN_CALL = _positions("gdn_step", "kind tokens pad_slot_id raw_inputs key_heads q k v qkv a b A_log dt_bias o "
-                                   "slot_indices token_counts")
+# Where mamba2_step and gdn_step put what they set per call, in the order they pass it to
+# _layer_arguments.
+_PER_CALL = {
+    "mamba2_step": _positions(
+        "mamba2_step", "kind tokens pad_slot_id dt_softplus x dt A B C D z dt_bias y slot_indices token_counts"),
+    "gdn_step": _positions("gdn_step", "kind tokens pad_slot_id raw_inputs key_heads q k v qkv a b A_log dt_bias o "
+                                       "slot_indices token_counts"),
+}
 
 
 def arguments(op: str, scalars: dict, arrays: dict) -> list:
@@ -38,10 +41,10 @@ def arguments(op: str, scalars: dict, arrays: dict) -> list:
     return [*map(scalars.__getitem__, _SCALAR_NAMES[op]), *map(arrays.get, _ARRAY_NAMES[op])]
 
 
-def _layer_arguments(op: str, buffers: LayerBuffers, positions: tuple, values: tuple, checkpoint) -> list:
+def _layer_arguments(op: str, buffers: LayerBuffers, values: tuple, checkpoint) -> list:
     """The positional arguments of a layer's step ``op``: ``buffers``' arrays, policy and
-    seed, laid out once per buffers and op, then ``values`` at ``positions`` and
-    ``checkpoint`` when given. Building them from dictionaries per call cost a few
+    seed, laid out once per buffers and op, then ``values`` at their ``_PER_CALL`` positions
+    and ``checkpoint`` when given. Building them from dictionaries per call cost a few
     microseconds of the call (bench/python_overhead.py)."""
     template = buffers._step_arguments.get(op)
     if template is None:
@@ -49,7 +52,7 @@ def _layer_arguments(op: str, buffers: LayerBuffers, positions: tuple, values: t
         constants.update(policy=buffers.policy_index, seed=buffers.seed)
         template = buffers._step_arguments[op] = arguments(op, constants, buffers.arrays)
     args = template.copy()
-    for position, value in zip(positions, values):
+    for position, value in zip(_PER_CALL[op], values):
         args[position] = value
     if checkpoint is not None:
         args[_POSITION[op]["checkpoint"]] = checkpoint
@@ -70,7 +73,7 @@ def launch(op: str, args: list, first) -> None:
             _torch_module = _torch_ops
         _torch_module.call(op, args)
     else:
-        _NATIVE[op](*args)
+        native(op, args)
 
 
 def native(op: str, args: list) -> None:
@@ -103,7 +106,7 @@ def mamba2_step(kind: str, buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=Non
     _check_buffers(buffers, Mamba2Buffers)
     out = _empty(x, x.shape) if out is None else out
     values = (kind, tokens, pad_slot_id, dt_softplus, x, dt, A, B, C, D, z, dt_bias, out, slot_indices, token_counts)
-    launch("mamba2_step", _layer_arguments("mamba2_step", buffers, _MAMBA2_CALL, values, checkpoint), x)
+    launch("mamba2_step", _layer_arguments("mamba2_step", buffers, values, checkpoint), x)
     return out
 
 
@@ -124,7 +127,7 @@ def gdn_step(kind: str, buffers: GDNBuffers, q, k, v, a, b, A_log, dt_bias=None,
         out = _empty(a, (*a.shape, buffers.shape.value_dim))
     values = (kind, tokens, pad_slot_id, buffers.policy.raw_inputs, 0 if qkv is None else buffers.shape.key_heads, q,
               k, v, qkv, a, b, A_log, dt_bias, out, slot_indices, token_counts)
-    launch("gdn_step", _layer_arguments("gdn_step", buffers, _GDN_CALL, values, checkpoint), a)
+    launch("gdn_step", _layer_arguments("gdn_step", buffers, values, checkpoint), a)
     return out
 
 

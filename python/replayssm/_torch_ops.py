@@ -45,4 +45,4 @@ def call(op: str, args: list) -> None:
     if torch.compiler.is_compiling():
         getattr(torch.ops.replayssm, op)(*args)
     else:
-        _steps._NATIVE[op](*args)
+        _steps.native(op, args)

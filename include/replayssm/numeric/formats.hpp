@@ -88,8 +88,9 @@ REPLAYSSM_HOST_DEVICE uint32_t encode_group(const float* in, uint32_t random_wor
     static_assert(C::elems_per_word == Count, "encode_group: Count must match cvt.rs");
     return C::apply_packed(in, random_word);
   } else if constexpr (has_packed_nearest<T>::value) {
-    static_assert(convert<T, float, Round>::elems_per_word == Count, "encode_group: Count must match the packed encode");
-    return convert<T, float, Round>::apply_packed(in);
+    using C = convert<T, float, Round>;
+    static_assert(C::elems_per_word == Count, "encode_group: Count must match the packed encode");
+    return C::apply_packed(in);
   } else {
     uint32_t packed = 0;
     for (int i = 0; i < Count; ++i) {
