@@ -56,6 +56,11 @@ uint32_t bits_of(float v) {
   return b;
 }
 
+/// Whether `out` is `expected`: the same bits, or both NaN.
+bool same_value(float out, float expected) {
+  return (std::isnan(out) && std::isnan(expected)) || bits_of(out) == bits_of(expected);
+}
+
 float fp8_scale(const chunk_storage<fp8_e4m3_format>& s) {
   float scale;
   std::memcpy(&scale, s.scale, sizeof scale);
@@ -222,6 +227,20 @@ TEST_CASE("fp8 round trips within its stated precision", "[formats][fp8]") {
   }
 }
 
+TEST_CASE("fp8 decodes every code at every position as code times scale", "[formats][fp8]") {
+  int mismatches = 0;
+  for (const float scale : {1.0f, 0.0f, 3.5f, 0x1p-121f, 0x1.fffffp100f, std::numeric_limits<float>::quiet_NaN()}) {
+    chunk_storage<fp8_e4m3_format> s{};
+    std::memcpy(s.scale, &scale, sizeof scale);
+    for (int code = 0; code < 256; ++code) {
+      std::memset(s.data, code, sizeof s.data);
+      const float expected = convert<float, float_e4m3_t>::apply(float_e4m3_t::from_bits(uint8_t(code))) * scale;
+      for (float out : decode(s)) mismatches += same_value(out, expected) ? 0 : 1;
+    }
+  }
+  CHECK(mismatches == 0);
+}
+
 TEST_CASE("fp8 is exact for blocks on its grid", "[formats][fp8]") {
   std::mt19937 rng(52u);
   for (int trial = 0; trial < 2000; ++trial) {
@@ -334,6 +353,22 @@ TEST_CASE("nvfp4 stores element 2i in the low nibble and the scale in one byte",
   }
   const std::vector<float> out = decode(s);
   for (int i = 0; i < 16; ++i) CHECK(bits_of(out[i]) == bits_of(in[i]));
+}
+
+TEST_CASE("nvfp4 decodes every code at every position under every scale as code times scale",
+          "[formats][nvfp4]") {
+  int mismatches = 0;
+  for (int scale_bits = 0; scale_bits < 0x80; ++scale_bits) {
+    chunk_storage<nvfp4_format> s{};
+    s.scale[0] = static_cast<uint8_t>(scale_bits);
+    const float scale = nvfp4_scale(s);
+    for (int code = 0; code < 16; ++code) {
+      std::memset(s.data, code | code << 4, sizeof s.data);
+      const float expected = convert<float, float_e2m1_t>::apply(float_e2m1_t::from_bits(uint8_t(code))) * scale;
+      for (float out : decode(s)) mismatches += same_value(out, expected) ? 0 : 1;
+    }
+  }
+  CHECK(mismatches == 0);
 }
 
 TEST_CASE("nvfp4 is exact for blocks on its grid", "[formats][nvfp4]") {

@@ -244,19 +244,25 @@ struct convert<float, half_t, Round> {
     const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
     const uint32_t magnitude = h.bits & 0x7FFFu;
 #if REPLAYSSM_DEVICE_PASS
-    // The hardware conversion is exact for every finite value and infinity (bit-identical to
-    // the integer path below); the integer path cost fp16 states 4x their memory time.
-    if (magnitude <= 0x7C00u) {
-      float f;
-      asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
-      return f;
-    }
+    if (magnitude <= 0x7C00u) return apply_non_nan(h);
 #endif
     if (magnitude >= 0x7C00u) {
       const uint32_t payload = (magnitude & 0x3FFu) << 13;
       return math::float_from_bits(sign | detail::fp32_inf_bits | (payload != 0 ? payload | 0x400000u : 0u));
     }
     return math::float_from_bits(sign | detail::magnitude_to_fp32_bits<detail::encoding<half_t>>(magnitude));
+  }
+  /// `apply` of a half that is not a NaN: on the device one hardware conversion, exact for
+  /// every finite value and infinity (bit-identical to the integer path, which cost fp16
+  /// states 4x their memory time).
+  REPLAYSSM_HOST_DEVICE static float apply_non_nan(half_t h) {
+#if REPLAYSSM_DEVICE_PASS
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
+    return f;
+#else
+    return apply(h);
+#endif
   }
   /// The 2N halves of `words` (element 2k in the low half of word k) to fp32, each as
   /// `apply` converts it. On the device one test covers all of them: NaN-free words (nearly
@@ -271,8 +277,8 @@ struct convert<float, half_t, Round> {
     for (int k = 0; k < N; ++k) nan_test |= (words[k] & 0x7FFF7FFFu) + 0x03FF03FFu;
     if ((nan_test & 0x80008000u) == 0) {
       for (int k = 0; k < N; ++k) {
-        asm("cvt.f32.f16 %0, %1;" : "=f"(out[2 * k]) : "h"(static_cast<uint16_t>(words[k])));
-        asm("cvt.f32.f16 %0, %1;" : "=f"(out[2 * k + 1]) : "h"(static_cast<uint16_t>(words[k] >> 16)));
+        out[2 * k] = apply_non_nan(half_t::from_bits(static_cast<uint16_t>(words[k])));
+        out[2 * k + 1] = apply_non_nan(half_t::from_bits(static_cast<uint16_t>(words[k] >> 16)));
       }
       return;
     }
@@ -308,6 +314,30 @@ struct convert<float, float_e4m3_t, Round> {
     const uint32_t magnitude = x.bits & 0x7Fu;
     if (magnitude == 0x7Fu) return math::float_from_bits(sign | detail::fp32_quiet_nan_bits);
     return detail::e4m3_to_float(sign, magnitude);
+  }
+  /// The 4N codes of `words` (element 4k + i in byte i of word k) to fp32, each as `apply`
+  /// converts it. On sm_89 and up, words without a NaN code (one test for all of them) take
+  /// the hardware conversion of two codes to two halves (exact: every e4m3 value is a half),
+  /// then one exact conversion each: the field shifts and NaN test per element had kept FP8
+  /// read steps bound by instructions.
+  template <int N>
+  REPLAYSSM_HOST_DEVICE static void apply_words(const uint32_t (&words)[N], float (&out)[4 * N]) {
+#if REPLAYSSM_DEVICE_PASS && __CUDA_ARCH__ >= 890
+    // A code's magnitude 0x7F (a NaN) carries into its byte's top bit; no carry crosses bytes.
+    uint32_t nan_test = 0;
+    for (int k = 0; k < N; ++k) nan_test |= (words[k] & 0x7F7F7F7Fu) + 0x01010101u;
+    if ((nan_test & 0x80808080u) == 0) {
+      for (int k = 0; k < 2 * N; ++k) {
+        uint32_t halves;
+        asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(halves) : "h"(static_cast<uint16_t>(words[k / 2] >> (16 * (k % 2)))));
+        out[2 * k] = convert<float, half_t>::apply_non_nan(half_t::from_bits(static_cast<uint16_t>(halves)));
+        out[2 * k + 1] = convert<float, half_t>::apply_non_nan(half_t::from_bits(static_cast<uint16_t>(halves >> 16)));
+      }
+      return;
+    }
+#endif
+    for (int i = 0; i < 4 * N; ++i)
+      out[i] = apply(float_e4m3_t::from_bits(static_cast<uint8_t>(words[i / 4] >> (8 * (i % 4)))));
   }
 };
 

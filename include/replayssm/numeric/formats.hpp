@@ -198,10 +198,8 @@ struct fp8_e4m3_format {
     detail::load_words(data_chunk, w);
     detail::load_words(scale_chunk, scale_word);
     const float scale = math::float_from_bits(scale_word[0]);
-    for (int i = 0; i < chunk_elems; ++i) {
-      const auto code = float_e4m3_t::from_bits(static_cast<uint8_t>(w[i / 4] >> (8 * (i % 4))));
-      out[i] = math::mul(convert<float, float_e4m3_t>::apply(code), scale);
-    }
+    convert<float, float_e4m3_t>::apply_words(w, out);
+    for (float& v : out) v = math::mul(v, scale);
   }
 
   template <class Round>
@@ -270,20 +268,21 @@ struct nvfp4_format {
                                            float (&out)[chunk_elems]) {
     uint32_t w[2];
     detail::load_words(data_chunk, w);
-    // Element = sign * (twice the magnitude) * (scale / 2): the doubled magnitudes (0, 1, 2,
-    // 3, 4, 6, 8, 12) come four at a time from one byte permute, and every product is exact,
-    // so the values are those of code * scale. Per element, the general conversion was a
-    // large share of an NVFP4 read step's instructions.
-    constexpr uint32_t twice_0123 = 0x03020100u, twice_4567 = 0x0C080604u;
-    const float half_scale =
-        math::mul(0.5f, convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(scale_chunk[0])));
-    for (int g = 0; g < chunk_elems / 4; ++g) {
-      const uint32_t nibbles = (w[g / 2] >> (16 * (g % 2))) & 0xFFFFu;
-      const uint32_t twice = math::byte_perm(twice_0123, twice_4567, nibbles & 0x7777u);
-      for (int k = 0; k < 4; ++k) {
-        const float magnitude = math::mul(static_cast<float>((twice >> (8 * k)) & 0xFFu), half_scale);
-        const uint32_t sign = (nibbles << (28 - 4 * k)) & detail::fp32_sign_mask;
-        out[4 * g + k] = math::float_from_bits(math::float_bits(magnitude) ^ sign);
+    // A code's three magnitude bits at bits 11..9 of a half and its sign at bit 15 make the
+    // half code * 2^-14 exactly (code 0.5 a subnormal half); then one exact conversion and one
+    // exact multiply by scale * 2^14 per element. The byte permute, integer conversion and
+    // sign fix per element before were half of an NVFP4 read step's instructions (ncu).
+    const float scale_2_14 =
+        math::mul(0x1p14f, convert<float, float_ue4m3_t>::apply(float_ue4m3_t::from_bits(scale_chunk[0])));
+    for (int k = 0; k < 2; ++k) {
+      const uint32_t signs = w[k] & 0x88888888u;
+      // Codes j and j + 4 of word k come out of one 64-bit shift into the halves of one word.
+      const uint64_t magnitudes = uint64_t(w[k] ^ signs) << 12, signs_15 = uint64_t(signs) << 15;
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t halves = (static_cast<uint32_t>(magnitudes >> (3 + 4 * j)) & 0x0E000E00u) |
+                                (static_cast<uint32_t>(signs_15 >> (3 + 4 * j)) & 0x80008000u);
+        out[8 * k + j] = math::mul(half_to_float(halves), scale_2_14);
+        out[8 * k + j + 4] = math::mul(half_to_float(halves >> 16), scale_2_14);
       }
     }
   }
@@ -311,6 +310,11 @@ struct nvfp4_format {
     }
     detail::store_words(data_chunk, w);
     scale_chunk[0] = scale_code.bits;
+  }
+
+  /// The low half of `halves` (never a NaN) to fp32.
+  REPLAYSSM_HOST_DEVICE static float half_to_float(uint32_t halves) {
+    return convert<float, half_t>::apply_non_nan(half_t::from_bits(static_cast<uint16_t>(halves)));
   }
 
   /// The block scale for the fp32 bits `amax` of max |v|: NaN (0x7F) when amax is not
