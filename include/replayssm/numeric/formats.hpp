@@ -74,10 +74,11 @@ REPLAYSSM_HOST_DEVICE uint32_t amax_bits(const float (&in)[N]) {
 
 /// `in` divided by a finite block's `scale` (nonzero), for its codes. Rounding to nearest
 /// multiplies by 1 / scale, one ulp smaller where that would carry the largest magnitude
-/// (fp32 bits `amax`) past `max_code`, as the quotient never does: the correctly rounded
-/// division per element had been about a tenth of a narrow flush's instructions (ncu), and
-/// the nearest code does not see the last ulp. Stochastic rounding divides: a product one
-/// ulp below a code would round down with the probability of its random bits' last unit.
+/// (fp32 bits `amax`) past `max_code`, which the quotient of a block that does not saturate
+/// never passes: the correctly rounded division per element had been about a tenth of a
+/// narrow flush's instructions (ncu), and the nearest code does not see the last ulp but at
+/// an exact tie. Stochastic rounding divides: a product one ulp below a code would round
+/// down with the probability of its random bits' last unit.
 template <class Round, int N>
 REPLAYSSM_HOST_DEVICE void scale_block(const float (&in)[N], float scale, uint32_t amax, float max_code,
                                        float (&scaled)[N]) {
