@@ -8,7 +8,9 @@ activations, FP32 state, replay W = 16) it measures the host time of one call:
   cpp       the C++ launcher alone, called in a loop inside the module (arguments converted once)
   native    the module's entry point called from Python with torch tensors (positional
             arguments, DLPack per tensor)
-  op        torch.ops.replayssm.<step> (the dispatcher, then DLPack capsules per tensor)
+  op        torch.ops.replayssm.<step> (the dispatcher, then the native call)
+  op_floor  an op of the same schema whose Python kernel does nothing: what the dispatcher
+            costs by itself
   api       replayssm.mamba2_decode / gdn_decode (buffers gathered, then the op)
   engine    replayssm.engine's vLLM-convention wrapper (per-head views, then the API)
 
@@ -79,6 +81,20 @@ def graph_time(fn, steps=64, replays=20):
     return start.elapsed_time(end) / 1e3 / (replays * steps)
 
 
+def empty_op_like(op):
+    """A torch op with ``op``'s schema whose kernel does nothing."""
+    library = torch.library.Library("replayssm_overhead", "FRAGMENT")
+    schema = str(op.default._schema).split("::", 1)[1]
+    library.define(schema)
+    name = schema.split("(", 1)[0]
+    library.impl(name, lambda *args: None, "CompositeExplicitAutograd")
+    empty_op_like.libraries.append(library)  # registered while it lives
+    return getattr(torch.ops.replayssm_overhead, name)
+
+
+empty_op_like.libraries = []
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=MODELS, default="nemotron-nano")
@@ -131,11 +147,13 @@ def main():
     def cpp(repeats):
         return native_step(*op_args, repeats=repeats)
 
+    op_floor = empty_op_like(op)
     cpp(10)
     synchronize(device)
     calls = {
         "native": lambda: native_step(*op_args),
         "op": lambda: op(*op_args),
+        "op_floor": lambda: op_floor(*op_args),
         "api": lambda: step(buffers, **inputs, slot_indices=slots, out=out),
         "engine": wrapper,
     }
@@ -153,7 +171,7 @@ def main():
           f"{torch.cuda.get_device_name() if device == 'cuda' else 'cpu'}")
     for name, seconds in timings.items():
         extra = "" if name == "cpp" else f"  (+{(seconds - timings['cpp']) * 1e6:.2f} us over cpp)"
-        print(f"host_us_per_call {name:7s} {seconds * 1e6:8.2f}{extra}")
+        print(f"host_us_per_call {name:8s} {seconds * 1e6:8.2f}{extra}")
     if device == "cuda":
         report_graphs(cpp, calls["api"])
     buffers.take_errors()

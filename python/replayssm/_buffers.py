@@ -91,7 +91,8 @@ class LayerBuffers:
     ``[num_slots, heads, rows, cols]`` of the format's dtype). ``draft_tokens`` sizes the
     ring for verify steps of up to that many drafts. ``max_batch`` bounds a CUDA step's
     requests (default ``num_slots``). ``seed`` keys stochastic rounding: give each layer
-    its own.
+    its own. The module binds the arrays at a layer's first step (converted once, held
+    alive): write into them, never replace them with other arrays.
     """
 
     recurrence = ""
@@ -100,7 +101,7 @@ class LayerBuffers:
                  draft_tokens: int = 0, seed: int = 0, max_batch: int | None = None, checkpoint=None):
         self.policy, self.shape, self.num_slots, self.dtype, self.seed = policy, shape, num_slots, dtype, seed
         self.policy_index = policy.index  # looked up once: steps traced by torch.compile reuse it
-        self._step_arguments = {}  # each step's positional arguments with these buffers in place (_steps)
+        self._bound_steps = {}  # each step with these buffers bound in the module (_steps.launch_layer)
         self.draft_tokens = 0 if policy.is_writeback else draft_tokens
         self.window_entries = 0 if policy.is_writeback else policy.window + draft_tokens
         sizes = self._sizes(num_slots, self.draft_tokens)

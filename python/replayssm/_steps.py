@@ -17,7 +17,7 @@ FIELDS = {op: tuple(fields) for op, fields in _native.step_fields.items()}
 _ARRAY_ROLES = ("read", "written")
 _SCALAR_NAMES = {op: tuple(n for n, r in fields if r not in _ARRAY_ROLES) for op, fields in FIELDS.items()}
 _ARRAY_NAMES = {op: tuple(n for n, r in fields if r in _ARRAY_ROLES) for op, fields in FIELDS.items()}
-_NATIVE = {op: getattr(_native, op) for op in FIELDS}
+NATIVE = {op: getattr(_native, op) for op in FIELDS}  # the module's entry point of each step
 _POSITION = {op: {name: i for i, (name, _) in enumerate(fields)} for op, fields in FIELDS.items()}
 
 
@@ -25,14 +25,15 @@ def _positions(op: str, names: str) -> tuple:
     return tuple(_POSITION[op][name] for name in names.split())
 
 
-# Where mamba2_step and gdn_step put what they set per call, in the order they pass it to
-# _layer_arguments.
+# What mamba2_step and gdn_step give per call, in this order (a None checkpoint: the
+# buffers'); the rest of a layer's step arguments are bound once per buffers (launch_layer).
 _PER_CALL = {
-    "mamba2_step": _positions(
-        "mamba2_step", "kind tokens pad_slot_id dt_softplus x dt A B C D z dt_bias y slot_indices token_counts"),
+    "mamba2_step": _positions("mamba2_step", "kind tokens pad_slot_id dt_softplus x dt A B C D z dt_bias y "
+                                             "slot_indices token_counts checkpoint"),
     "gdn_step": _positions("gdn_step", "kind tokens pad_slot_id raw_inputs key_heads q k v qkv a b A_log dt_bias o "
-                                       "slot_indices token_counts"),
+                                       "slot_indices token_counts checkpoint"),
 }
+_BIND = {op: getattr(_native, "bind_" + op) for op in _PER_CALL}
 
 
 def arguments(op: str, scalars: dict, arrays: dict) -> list:
@@ -41,45 +42,46 @@ def arguments(op: str, scalars: dict, arrays: dict) -> list:
     return [*map(scalars.__getitem__, _SCALAR_NAMES[op]), *map(arrays.get, _ARRAY_NAMES[op])]
 
 
-def _layer_arguments(op: str, buffers: LayerBuffers, values: tuple, checkpoint) -> list:
-    """The positional arguments of a layer's step ``op``: ``buffers``' arrays, policy and
-    seed, laid out once per buffers and op, then ``values`` at their ``_PER_CALL`` positions
-    and ``checkpoint`` when given. Building them from dictionaries per call cost a few
-    microseconds of the call (bench/python_overhead.py)."""
-    template = buffers._step_arguments.get(op)
-    if template is None:
-        constants = {name: None for name in _SCALAR_NAMES[op]}
-        constants.update(policy=buffers.policy_index, seed=buffers.seed)
-        template = buffers._step_arguments[op] = arguments(op, constants, buffers.arrays)
-    args = template.copy()
-    for position, value in zip(_PER_CALL[op], values):
-        args[position] = value
-    if checkpoint is not None:
-        args[_POSITION[op]["checkpoint"]] = checkpoint
-    return args
+def _layer_arguments(op: str, buffers: LayerBuffers) -> list:
+    """The positional arguments of a layer's step ``op`` with ``buffers``' arrays, policy and
+    seed in place, None where ``_PER_CALL`` goes."""
+    constants = {name: None for name in _SCALAR_NAMES[op]}
+    constants.update(policy=buffers.policy_index, seed=buffers.seed)
+    return arguments(op, constants, buffers.arrays)
 
 
-_torch_module = None  # _torch_ops, imported at the first call with PyTorch tensors
+# Set by _torch_ops when PyTorch is importable: torch.compiler.is_compiling and
+# torch.ops.replayssm. While torch.compile traces, the steps go through the torch ops; else
+# straight to the module (no dispatcher).
+tracing = None
+torch_ops = None
 
 
-def launch(op: str, args: list, first) -> None:
-    """Runs ``op`` on its positional arguments: on NumPy arrays, or on PyTorch tensors
-    (``first``, one of them, says which) through ``_torch_ops``."""
-    if is_torch(first):
-        global _torch_module
-        if _torch_module is None:
-            from . import _torch_ops
+def launch_layer(op: str, buffers: LayerBuffers, values: tuple) -> None:
+    """Runs a layer's step ``op`` on ``buffers`` with ``values`` (``_PER_CALL`` order; None:
+    the bound value). The buffers' side is bound in the module at the first call (its arrays
+    converted once); while torch.compile traces, the torch op takes all the arguments."""
+    if tracing is not None and tracing():
+        args = _layer_arguments(op, buffers)
+        for position, value in zip(_PER_CALL[op], values):
+            if value is not None:
+                args[position] = value
+        getattr(torch_ops, op)(*args)
+        return
+    step = buffers._bound_steps.get(op)
+    if step is None:
+        step = buffers._bound_steps[op] = _BIND[op](_PER_CALL[op], *_layer_arguments(op, buffers))
+    step(*values)
 
-            _torch_module = _torch_ops
-        _torch_module.call(op, args)
+
+def launch(op: str, args: list) -> None:
+    """Runs ``op`` on its positional arguments (``FIELDS`` order), NumPy arrays or PyTorch
+    tensors, on the current stream of the arrays' framework: ValueError with the launcher's
+    message on bad input."""
+    if tracing is not None and tracing():
+        getattr(torch_ops, op)(*args)
     else:
-        native(op, args)
-
-
-def native(op: str, args: list) -> None:
-    """The native call of ``op`` on its positional arguments, on the current stream of the
-    arrays' framework: ValueError with the launcher's message on bad input."""
-    _NATIVE[op](*args)
+        NATIVE[op](*args)
 
 
 def _empty(like, shape):
@@ -87,9 +89,8 @@ def _empty(like, shape):
     return like.new_empty(shape) if is_torch(like) else np.empty(shape, like.dtype)
 
 
-def _check_buffers(buffers, kind):
-    if not isinstance(buffers, kind):
-        raise TypeError(f"replayssm: expected {kind.__name__}, got {type(buffers).__name__}")
+def _wrong_buffers(buffers, kind):
+    raise TypeError(f"replayssm: expected {kind.__name__}, got {type(buffers).__name__}")
 
 
 def mamba2_step(kind: str, buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=None, dt_bias=None, *,
@@ -103,10 +104,11 @@ def mamba2_step(kind: str, buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=Non
     ``[batch]``) maps requests to state slots, ``pad_slot_id`` skips a request.
     ``checkpoint`` overrides ``buffers.checkpoint``. Returns ``out`` (allocated when None).
     """
-    _check_buffers(buffers, Mamba2Buffers)
+    if not isinstance(buffers, Mamba2Buffers):
+        _wrong_buffers(buffers, Mamba2Buffers)
     out = _empty(x, x.shape) if out is None else out
-    values = (kind, tokens, pad_slot_id, dt_softplus, x, dt, A, B, C, D, z, dt_bias, out, slot_indices, token_counts)
-    launch("mamba2_step", _layer_arguments("mamba2_step", buffers, values, checkpoint), x)
+    launch_layer("mamba2_step", buffers, (kind, tokens, pad_slot_id, dt_softplus, x, dt, A, B, C, D, z, dt_bias, out,
+                                          slot_indices, token_counts, checkpoint))
     return out
 
 
@@ -122,12 +124,13 @@ def gdn_step(kind: str, buffers: GDNBuffers, q, k, v, a, b, A_log, dt_bias=None,
     made. ``out`` is the output before the layer's norm and gate. Rows, slots and
     ``checkpoint`` as in ``mamba2_step``. Returns ``out``.
     """
-    _check_buffers(buffers, GDNBuffers)
+    if not isinstance(buffers, GDNBuffers):
+        _wrong_buffers(buffers, GDNBuffers)
     if out is None:
         out = _empty(a, (*a.shape, buffers.shape.value_dim))
-    values = (kind, tokens, pad_slot_id, buffers.policy.raw_inputs, 0 if qkv is None else buffers.shape.key_heads, q,
-              k, v, qkv, a, b, A_log, dt_bias, out, slot_indices, token_counts)
-    launch("gdn_step", _layer_arguments("gdn_step", buffers, values, checkpoint), a)
+    launch_layer("gdn_step", buffers, (kind, tokens, pad_slot_id, buffers.policy.raw_inputs,
+                                       0 if qkv is None else buffers.shape.key_heads, q, k, v, qkv, a, b, A_log,
+                                       dt_bias, out, slot_indices, token_counts, checkpoint))
     return out
 
 
@@ -161,5 +164,4 @@ def commit_drafts(buffers: LayerBuffers, accepted_counts, *, tokens: int, slot_i
     cursors; a bad count is reported through ``take_errors``)."""
     arrays = {"cursors": buffers.cursors, "report": buffers.report, "accepted_counts": accepted_counts,
               "slot_indices": slot_indices, "token_counts": token_counts}
-    launch("commit_drafts", arguments("commit_drafts", {"tokens": tokens, "pad_slot_id": pad_slot_id}, arrays),
-           accepted_counts)
+    launch("commit_drafts", arguments("commit_drafts", {"tokens": tokens, "pad_slot_id": pad_slot_id}, arrays))

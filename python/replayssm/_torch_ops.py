@@ -2,9 +2,10 @@
 """The ``replayssm::`` torch ops (``torch.library``): one per native step, with fake
 implementations, so that ``torch.compile`` traces them and CUDA graphs capture them. Each
 runs on the current CUDA stream of its tensors' device (or on the CPU) and mutates its
-written tensors in place. Outside ``torch.compile`` the steps call the module directly:
-the same launch without the dispatcher's cost (tensors cross through DLPack's C exchange
-API, the stream is torch's current one)."""
+written tensors in place. The steps take them while ``torch.compile`` traces
+(``_steps.launch``); otherwise they call the module directly: the same launch without the
+dispatcher's cost (tensors cross through DLPack's C exchange API, the stream is torch's
+current one)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ def _define(op: str) -> None:
             schema.append(f"{role} {name}")  # str, int or bool
     _library.define(f"{op}({', '.join(schema)}) -> ()")
 
+    native = _steps.NATIVE[op]
+
     def kernel(*args):
-        _steps.native(op, args)
+        native(*args)  # its host time per call (a float) is not the op's: none
 
     _library.impl(op, kernel, "CompositeExplicitAutograd")
     torch.library.register_fake(f"replayssm::{op}", lambda *args: None, lib=_library)
@@ -37,12 +40,4 @@ def _define(op: str) -> None:
 
 for _op in _steps.FIELDS:
     _define(_op)
-
-
-def call(op: str, args: list) -> None:
-    """Runs ``op`` on torch tensors (its positional arguments, ``_steps.FIELDS`` order): the
-    torch op ``replayssm::<op>`` while torch.compile traces, else the module directly."""
-    if torch.compiler.is_compiling():
-        getattr(torch.ops.replayssm, op)(*args)
-    else:
-        _steps.native(op, args)
+_steps.tracing, _steps.torch_ops = torch.compiler.is_compiling, torch.ops.replayssm

@@ -7,6 +7,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <chrono>
 #include <string>
@@ -88,28 +89,42 @@ class arrays {
   /// scalars, then arrays; None: not given). (Keyword arguments, looked up by name, cost a
   /// call about three microseconds more: a dictionary built twice and 30-odd string lookups.)
   template <class Args>
-  void take(const char* who, const nb::args& values, Args& args) {
-    size_t expected = 0;
-    args.for_each_scalar([&](const char*, auto&) { ++expected; });
-    args.for_each_array([&](const char*, array&, bool) { ++expected; });
+  void take(const nb::args& values, Args& args) {
+    const size_t expected = field_count(args);
     if (values.size() != expected)
-      throw nb::type_error((std::string(who) + ": expected " + std::to_string(expected) + " arguments (" +
+      throw nb::type_error((std::string(Args::who) + ": expected " + std::to_string(expected) + " arguments (" +
                             field_names(args) + "), got " + std::to_string(values.size()))
                                .c_str());
-    size_t i = 0;
-    args.for_each_scalar([&](const char* field, auto& v) {
-      nb::handle value = values[i++];
-      if (!value.is_none() && !nb::try_cast(value, v))
-        throw nb::type_error((std::string(who) + ": " + field + " must be " +
+    fill(values, args, [](size_t field) { return int32_t(field); });
+  }
+
+  /// Sets each field of `args` that `value_of(field)` (its index in `step_fields` order)
+  /// maps to one of `values` (-1: none) and that value is not None.
+  template <class Args, class ValueOf>
+  void fill(const nb::args& values, Args& args, ValueOf&& value_of) {
+    size_t field = 0;
+    args.for_each_scalar([&](const char* name, auto& v) {
+      const int32_t i = value_of(field++);
+      if (i < 0 || values[i].is_none()) return;
+      if (!nb::try_cast(values[i], v))
+        throw nb::type_error((std::string(Args::who) + ": " + name + " must be " +
                               (std::is_same_v<std::decay_t<decltype(v)>, bool>          ? "a bool"
                                : std::is_same_v<std::decay_t<decltype(v)>, std::string> ? "a string"
                                                                                         : "an integer"))
                                  .c_str());
     });
-    args.for_each_array([&](const char* field, array& a, bool written) {
-      nb::handle value = values[i++];
-      if (!value.is_none()) a = convert(who, value, field, written);
+    args.for_each_array([&](const char* name, array& a, bool written) {
+      const int32_t i = value_of(field++);
+      if (i >= 0 && !values[i].is_none()) a = convert(Args::who, values[i], name, written);
     });
+  }
+
+  template <class Args>
+  static size_t field_count(Args& args) {
+    size_t n = 0;
+    args.for_each_scalar([&](const char*, auto&) { ++n; });
+    args.for_each_array([&](const char*, array&, bool) { ++n; });
+    return n;
   }
 
   /// The names of a step's fields in their order, comma-separated.
@@ -150,11 +165,14 @@ class arrays {
   /// The CUDA stream of a step whose first array is `first`: `stream` when given, else
   /// the current stream of the framework the arrays came from (through its exchange API),
   /// else the default stream.
-  uintptr_t stream_of(const array& first, nb::handle stream) const {
+  /// (`bound`: the arrays bound with the step, whose framework counts when none of these came
+  /// through an exchange API.)
+  uintptr_t stream_of(const array& first, nb::handle stream, const arrays* bound = nullptr) const {
     if (!stream.is_none()) return nb::cast<uintptr_t>(stream);
     void* current = nullptr;
-    if (first.device == device_type::cuda && framework_ != nullptr &&
-        framework_->current_work_stream(int32_t(device_type::cuda), first.device_id, &current) != 0) {
+    const dlpack_exchange_api* framework = framework_ != nullptr || bound == nullptr ? framework_ : bound->framework_;
+    if (first.device == device_type::cuda && framework != nullptr &&
+        framework->current_work_stream(int32_t(device_type::cuda), first.device_id, &current) != 0) {
       PyErr_Clear();
       current = nullptr;
     }
@@ -247,32 +265,96 @@ double run_on_device(const array& first, Cpu&& cpu, Cuda&& cuda, int repeats = 1
   return seconds;
 }
 
-double run_mamba2(const nb::args& values, nb::handle stream, int repeats) {
-  arrays held;
-  mamba2_args args;
-  held.take("mamba2", values, args);
-  step_call call;
-  call_of(args, held.stream_of(args.x, stream), call).throw_if_error();
-  return run_on_device(
-      args.x, [&] { return mamba2_step<cpu_backend>(call, args); }, [&] { return cuda_mamba2_step(call, args); },
-      repeats);
+/// The array whose device a step runs on.
+const array& first_of(const mamba2_args& args) {
+  return args.x;
+}
+const array& first_of(const gdn_args& args) {
+  return args.first();
 }
 
-double run_gdn(const nb::args& values, nb::handle stream, int repeats) {
-  arrays held;
-  gdn_args args;
-  held.take("gated_deltanet", values, args);
+rs::status cuda_step(const step_call& call, const mamba2_args& args) {
+  return cuda_mamba2_step(call, args);
+}
+rs::status cuda_step(const step_call& call, const gdn_args& args) {
+  return cuda_gdn_step(call, args);
+}
+rs::status cpu_step(const step_call& call, const mamba2_args& args) {
+  return mamba2_step<cpu_backend>(call, args);
+}
+rs::status cpu_step(const step_call& call, const gdn_args& args) {
+  return gdn_step<cpu_backend>(call, args);
+}
+
+/// Runs a step of converted arguments (`held`, with `bound`: the arrays that came through
+/// the step's bound arguments) `repeats` times; the host time of one.
+template <class Args>
+double run_step(const Args& args, const arrays& held, nb::handle stream, int repeats, const arrays* bound = nullptr) {
   step_call call;
-  call_of(args, held.stream_of(args.first(), stream), call).throw_if_error();
+  call_of(args, held.stream_of(first_of(args), stream, bound), call).throw_if_error();
   return run_on_device(
-      args.first(), [&] { return gdn_step<cpu_backend>(call, args); }, [&] { return cuda_gdn_step(call, args); },
-      repeats);
+      first_of(args), [&] { return cpu_step(call, args); }, [&] { return cuda_step(call, args); }, repeats);
+}
+
+/// A step from all its arguments, positional in `step_fields` order.
+template <class Args>
+double run_positional(const nb::args& values, nb::handle stream, int repeats) {
+  arrays held;
+  Args args;
+  held.take(values, args);
+  return run_step(args, held, stream, repeats);
+}
+
+/// A layer's step with the arguments that stay from call to call bound once: the layer's
+/// buffers converted (and kept alive here), its policy and seed. A call gives the others
+/// by position, in the order of `per_call` (their indices in `step_fields`); a None keeps
+/// the bound value. Converting the buffers at each call cost the Python API about a
+/// microsecond of host time per step (bench/python_overhead.py).
+template <class Args>
+class bound_step {
+ public:
+  bound_step(const std::vector<int32_t>& per_call, const nb::args& all) : all_(nb::borrow<nb::tuple>(all)) {
+    held_.take(all, args_);
+    value_of_field_.assign(arrays::field_count(args_), -1);
+    for (size_t i = 0; i < per_call.size(); ++i) {
+      if (per_call[i] < 0 || size_t(per_call[i]) >= value_of_field_.size())
+        throw nb::value_error((std::string(Args::who) + ": a per-call field index is out of range").c_str());
+      value_of_field_[per_call[i]] = int32_t(i);
+    }
+    per_call_values_ = per_call.size();
+  }
+
+  double operator()(const nb::args& values, nb::handle stream, int repeats) const {
+    if (values.size() != per_call_values_)
+      throw nb::type_error((std::string(Args::who) + ": expected " + std::to_string(per_call_values_) +
+                            " per-call arguments, got " + std::to_string(values.size()))
+                               .c_str());
+    Args args = args_;
+    arrays held;
+    held.fill(values, args, [&](size_t field) { return value_of_field_[field]; });
+    return run_step(args, held, stream, repeats, &held_);
+  }
+
+ private:
+  nb::tuple all_;  // the bound Python objects, alive while the step is
+  arrays held_;
+  Args args_;
+  std::vector<int32_t> value_of_field_;
+  size_t per_call_values_ = 0;
+};
+
+template <class Args>
+void def_bound_step(nb::module_& m, const char* bind, const char* type) {
+  nb::class_<bound_step<Args>>(m, type)
+      .def("__call__", &bound_step<Args>::operator(), "values"_a, "stream"_a = nb::none(), "repeats"_a = 1);
+  m.def(bind, [](const std::vector<int32_t>& per_call, const nb::args& all) { return bound_step<Args>(per_call, all); },
+        "per_call"_a, "args"_a);
 }
 
 void run_commit(const nb::args& values, nb::handle stream) {
   arrays held;
   commit_args args;
-  held.take("commit", values, args);
+  held.take(values, args);
   const uintptr_t on = held.stream_of(args.cursors, stream);
   run_on_device(
       args.cursors,
@@ -482,8 +564,12 @@ NB_MODULE(_native, m) {
       "policy"_a, "raw_inputs"_a, "value_heads"_a, "key_heads"_a, "key_dim"_a, "value_dim"_a, "batch"_a, "dtype"_a);
   // A step's arguments are positional, in the order `step_fields` lists the params' fields
   // (steps.hpp); `stream` (keyword) None: the current stream of the arrays' framework.
-  m.def("mamba2_step", &run_mamba2, "args"_a, "stream"_a = nb::none(), "repeats"_a = 1);
-  m.def("gdn_step", &run_gdn, "args"_a, "stream"_a = nb::none(), "repeats"_a = 1);
+  m.def("mamba2_step", &run_positional<mamba2_args>, "args"_a, "stream"_a = nb::none(), "repeats"_a = 1);
+  m.def("gdn_step", &run_positional<gdn_args>, "args"_a, "stream"_a = nb::none(), "repeats"_a = 1);
+  // The same with a layer's arguments bound once: bind_*(per_call, *args), then call the
+  // bound step with the per-call arguments.
+  def_bound_step<mamba2_args>(m, "bind_mamba2_step", "BoundMamba2Step");
+  def_bound_step<gdn_args>(m, "bind_gdn_step", "BoundGDNStep");
   m.def("commit_drafts", &run_commit, "args"_a, "stream"_a = nb::none());
   nb::dict fields;
   fields["mamba2_step"] = step_fields<mamba2_args>();

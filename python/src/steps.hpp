@@ -57,6 +57,7 @@ void name_arrays(Args& args) {
 
 /// A Mamba-2 step's arguments (`mamba2_params`).
 struct mamba2_args : common_args {
+  static constexpr const char* who = "mamba2";
   array x, z, y, dt, B, C, A, D, dt_bias, window_x, window_B, window_dt;
   bool dt_softplus = true;
 
@@ -87,6 +88,7 @@ struct mamba2_args : common_args {
 /// A Gated DeltaNet step's arguments (`gdn_params`). q, k and v come apart, or packed in one
 /// row per token as an engine's projection leaves them (`qkv`, with `key_heads`).
 struct gdn_args : common_args {
+  static constexpr const char* who = "gated_deltanet";
   array q, k, v, qkv, o, a, b, A_log, dt_bias, window_u, window_k, window_g, window_v, window_beta;
   bool raw_inputs = false;  ///< the policy's window mode: raw_inputs, else corrected_values
   int32_t key_heads = 0;    ///< key heads of a packed `qkv` (0: q, k and v come apart)
@@ -122,6 +124,7 @@ struct gdn_args : common_args {
 
 /// A commit's arguments (`commit_drafts`); cursors are `[num_slots][heads][4]` int32.
 struct commit_args {
+  static constexpr const char* who = "commit";
   array cursors, accepted_counts, slot_indices, token_counts, report;
   int32_t tokens = 1;
   int32_t pad_slot_id = -1;
