@@ -159,3 +159,20 @@ def test_state_io_checks_shapes():
         buffers.write_state(0, np.zeros((4, 10, 16)))
     with pytest.raises(ValueError, match="NumPy has no bfloat16"):
         rs.Mamba2Buffers(POLICY, MAMBA2, 2, "bfloat16")
+
+
+def test_a_checkpoint_given_per_call_is_the_one_stepped(mamba2):
+    """The buffers' arrays are bound at the first step; a checkpoint given to a call is
+    stepped instead of the bound one, and the next call without one steps the bound one."""
+    _, args = mamba2
+    buffers = rs.Mamba2Buffers(rs.writeback_policy(), MAMBA2, 3, "float32")
+    own = np.zeros_like(buffers.checkpoint)
+    rs.mamba2_decode(buffers, **args)
+    bound_after_one = buffers.checkpoint.copy()
+    assert np.abs(bound_after_one).max() > 0
+    rs.mamba2_decode(buffers, **args, checkpoint=own)
+    assert (buffers.checkpoint == bound_after_one).all() and np.abs(own).max() > 0
+    rs.mamba2_decode(buffers, **args)
+    assert not (buffers.checkpoint == bound_after_one).all()
+    bad = error(rs.mamba2_decode, buffers, **args, checkpoint=own.astype(np.float16))
+    assert "mamba2: checkpoint" in bad, bad
