@@ -6,12 +6,13 @@ For one decode step (Nemotron-Nano Mamba-2 or Qwen3.5-4B Gated DeltaNet layer, B
 activations, FP32 state, replay W = 16) it measures the host time of one call:
 
   cpp       the C++ launcher alone, called in a loop inside the module (arguments converted once)
-  native    the module's entry point called from Python with torch tensors (positional
-            arguments, DLPack per tensor)
+  native    the module's entry point of all the arguments, called from Python with torch
+            tensors (positional, DLPack's C exchange API per tensor)
   op        torch.ops.replayssm.<step> (the dispatcher, then the native call)
   op_floor  an op of the same schema whose Python kernel does nothing: what the dispatcher
             costs by itself
-  api       replayssm.mamba2_decode / gdn_decode (buffers gathered, then the op)
+  api       replayssm.mamba2_decode / gdn_decode (the layer's step with its buffers bound in
+            the module at the first call; the activations converted per call)
   engine    replayssm.engine's vLLM-convention wrapper (per-head views, then the API)
 
 and the device time per step of a CUDA graph of 64 steps captured from the C++ loop and from
