@@ -11,8 +11,9 @@ activations, FP32 state, replay W = 16) it measures the host time of one call:
   op        torch.ops.replayssm.<step> (the dispatcher, then the native call)
   op_floor  an op of the same schema whose Python kernel does nothing: what the dispatcher
             costs by itself
-  api       replayssm.mamba2_decode / gdn_decode (the layer's step with its buffers bound in
-            the module at the first call; the activations converted per call)
+  bound     the layer's step with its buffers bound in the module (what the API calls), called
+            with the per-call arguments
+  api       replayssm.mamba2_decode / gdn_decode (the bound step, bound at the first call)
   engine    replayssm.engine's vLLM-convention wrapper (per-head views, then the API)
 
 and the device time per step of a CUDA graph of 64 steps captured from the C++ loop and from
@@ -151,8 +152,13 @@ def main():
     op_floor = empty_op_like(op)
     cpp(10)
     synchronize(device)
+    step(buffers, **inputs, slot_indices=slots, out=out)  # binds the layer's step
+    bound = buffers._bound_steps["gdn_step" if gdn else "mamba2_step"]
+    per_call = [op_args[i] for i in rs._steps._PER_CALL["gdn_step" if gdn else "mamba2_step"]]
+    per_call[-1] = None  # the checkpoint: the bound one
     calls = {
         "native": lambda: native_step(*op_args),
+        "bound": lambda: bound(*per_call),
         "op": lambda: op(*op_args),
         "op_floor": lambda: op_floor(*op_args),
         "api": lambda: step(buffers, **inputs, slot_indices=slots, out=out),
