@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The steps: decode (write-back or replay), speculative verify and commit, of both
-recurrences, on NumPy arrays (the CPU) or PyTorch tensors (CPU or CUDA, through the
-``replayssm::`` torch ops on the current stream)."""
+recurrences, on NumPy arrays (the CPU) or PyTorch tensors (CPU or CUDA, on the current
+stream; through the ``replayssm::`` torch ops while torch.compile traces)."""
 
 from __future__ import annotations
 
