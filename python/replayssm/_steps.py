@@ -66,7 +66,7 @@ def launch_layer(op: str, buffers: LayerBuffers, values: tuple) -> None:
         for position, value in zip(_PER_CALL[op], values):
             if value is not None:
                 args[position] = value
-        getattr(torch_ops, op)(*args)
+        launch(op, args)
         return
     step = buffers._bound_steps.get(op)
     if step is None:
@@ -89,8 +89,9 @@ def _empty(like, shape):
     return like.new_empty(shape) if is_torch(like) else np.empty(shape, like.dtype)
 
 
-def _wrong_buffers(buffers, kind):
-    raise TypeError(f"replayssm: expected {kind.__name__}, got {type(buffers).__name__}")
+def _check_buffers(buffers, kind):
+    if not isinstance(buffers, kind):
+        raise TypeError(f"replayssm: expected {kind.__name__}, got {type(buffers).__name__}")
 
 
 def mamba2_step(kind: str, buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=None, dt_bias=None, *,
@@ -104,8 +105,7 @@ def mamba2_step(kind: str, buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=Non
     ``[batch]``) maps requests to state slots, ``pad_slot_id`` skips a request.
     ``checkpoint`` overrides ``buffers.checkpoint``. Returns ``out`` (allocated when None).
     """
-    if not isinstance(buffers, Mamba2Buffers):
-        _wrong_buffers(buffers, Mamba2Buffers)
+    _check_buffers(buffers, Mamba2Buffers)
     out = _empty(x, x.shape) if out is None else out
     launch_layer("mamba2_step", buffers, (kind, tokens, pad_slot_id, dt_softplus, x, dt, A, B, C, D, z, dt_bias, out,
                                           slot_indices, token_counts, checkpoint))
@@ -124,8 +124,7 @@ def gdn_step(kind: str, buffers: GDNBuffers, q, k, v, a, b, A_log, dt_bias=None,
     made. ``out`` is the output before the layer's norm and gate. Rows, slots and
     ``checkpoint`` as in ``mamba2_step``. Returns ``out``.
     """
-    if not isinstance(buffers, GDNBuffers):
-        _wrong_buffers(buffers, GDNBuffers)
+    _check_buffers(buffers, GDNBuffers)
     if out is None:
         out = _empty(a, (*a.shape, buffers.shape.value_dim))
     launch_layer("gdn_step", buffers, (kind, tokens, pad_slot_id, buffers.policy.raw_inputs,

@@ -3,9 +3,9 @@
 implementations, so that ``torch.compile`` traces them and CUDA graphs capture them. Each
 runs on the current CUDA stream of its tensors' device (or on the CPU) and mutates its
 written tensors in place. The steps take them while ``torch.compile`` traces
-(``_steps.launch``); otherwise they call the module directly: the same launch without the
-dispatcher's cost (tensors cross through DLPack's C exchange API, the stream is torch's
-current one)."""
+(``_steps.launch_layer`` and ``launch``); otherwise they call the module directly: the same
+launch without the dispatcher's cost (tensors cross through DLPack's C exchange API, the
+stream is torch's current one)."""
 
 from __future__ import annotations
 
