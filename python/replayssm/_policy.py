@@ -52,6 +52,13 @@ class Policy:
         return _index(self.window, self.read, self.checkpoint, self.rounding)
 
     @property
+    def has_cuda_steps(self) -> bool:
+        """True when the module has this policy's CUDA steps (a build with
+        ``REPLAYSSM_PYTHON_CUDA_POLICIES=N`` has those of the first N policies only, one
+        without CUDA none); its CPU steps are always there."""
+        return _native.policies()[self.index]["cuda"]
+
+    @property
     def raw_inputs(self) -> bool:
         return self.gdn_window == "raw_inputs"
 

@@ -476,8 +476,14 @@ void state_io(bool write, const std::string& recurrence, int policy, nb::handle 
   }).throw_if_error();
 }
 
-/// What Python needs to know of each compiled-in policy.
+/// What Python needs to know of each compiled-in policy; `cuda`: whether the module has its
+/// CUDA steps.
 nb::list policy_list() {
+#ifdef REPLAYSSM_PYTHON_CUDA
+  const int cuda_steps = type_count(cuda_policies{});
+#else
+  const int cuda_steps = 0;
+#endif
   nb::list list;
   auto add = [&](auto t) {
     using P = typename decltype(t)::type;
@@ -487,6 +493,7 @@ nb::list policy_list() {
     d["checkpoint"] = P::checkpoint_format::name;
     d["rounding"] = P::rounding::is_stochastic ? "stochastic" : "nearest-even";
     d["description"] = rs::describe<P>();
+    d["cuda"] = int(nb::len(list)) < cuda_steps;
     list.append(d);
   };
   for_each_type(policies{}, add);

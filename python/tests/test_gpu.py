@@ -39,6 +39,8 @@ def captured(layer, step):
 @pytest.mark.parametrize("policy", [rs.writeback_policy("fp32"), rs.replay_policy(16),
                                     rs.replay_policy(16, "nvfp4", "fp16", "stochastic")], ids=str)
 def test_captured_decode_matches_reference(recurrence, policy):
+    if not policy.has_cuda_steps:
+        pytest.skip(f"{policy}: no CUDA steps in this build (REPLAYSSM_PYTHON_CUDA_POLICIES)")
     rng = np.random.default_rng(2026)
     layer = Layer(recurrence, policy, SHAPES[recurrence], num_slots=12, dtype="bfloat16", rng=rng,
                   arrays=Arrays(DEVICE))
@@ -119,4 +121,14 @@ def test_arrays_on_another_device_are_rejected():
     library, _ = layer.inputs(2)
     library["B"] = library["B"].cpu()
     with pytest.raises(ValueError, match="mamba2: B: is on cpu, the step runs on cuda:0"):
+        layer.run("decode", library, [1, 0])
+
+
+def test_a_policy_without_cuda_steps_says_so():
+    missing = [p for p in rs.policies() if not p.has_cuda_steps]
+    if not missing:
+        pytest.skip("every policy has its CUDA steps in this build")
+    layer = Layer("mamba2", missing[0], NANO, 4, "bfloat16", np.random.default_rng(3), Arrays(DEVICE))
+    library, _ = layer.inputs(2)
+    with pytest.raises(ValueError, match="has no CUDA steps in this build"):
         layer.run("decode", library, [1, 0])

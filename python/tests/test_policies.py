@@ -55,3 +55,12 @@ def test_replay_moves_fewer_bytes_than_writeback():
     assert 1.5 < writeback / replay < 2.0
     gdn = rs.GDNShape(32, 16, 128, 128)
     assert rs.gdn_bytes_per_step(rs.replay_policy(16), gdn, 8) < rs.gdn_bytes_per_step(rs.writeback_policy(), gdn, 8)
+
+
+def test_policies_with_cuda_steps_are_the_first_ones():
+    """A build has the CUDA steps of every policy, of the first N
+    (REPLAYSSM_PYTHON_CUDA_POLICIES=N), or, without CUDA, of none."""
+    has = [p.has_cuda_steps for p in rs.policies()]
+    assert has == sorted(has, reverse=True)
+    if not rs.has_cuda:
+        assert not any(has)
