@@ -33,7 +33,9 @@ MAMBA2_SHAPES = {"nano": "Nemotron-3-Nano (96 heads, P = 80, N = 128, 8 groups)"
                  "super": "Nemotron-3-Super (128 heads, P = 64, N = 128, 8 groups)"}
 GDN_SHAPES = {"qwen3.5-4b": "Qwen3.5-4B (32 value heads, 16 key heads, K = V = 128)",
               "qwen3.5-122b": "Qwen3.5-122B (64 value heads, 16 key heads, K = V = 128)"}
+SHORT = {"nano": "Nano", "super": "Super", "qwen3.5-4b": "Qwen3.5-4B", "qwen3.5-122b": "Qwen3.5-122B"}
 SHARED_STATES = ("fp32", "fp16", "bf16")
+WINDOWS = ("W8", "W16", "W32")
 GDN_MODES = ("corrected_values", "raw_inputs")
 # Arguments Google Benchmark appends to a name, and the suffixes of repeated runs.
 RUN_ARG = re.compile(r"^(min_time|iterations|repeats|manual_time|real_time|process_time)(:|$)")
@@ -154,6 +156,10 @@ class Page:
         self.results.used = set()
         if not rows:
             return
+        # A column the run has no figure for at all is left out.
+        keep = [i for i in range(len(header)) if any(cells[i] != "-" for cells in rows)]
+        header = [header[i] for i in keep]
+        rows = [[cells[i] for i in keep] for cells in rows]
         self.add(f"### {title}", "")
         if note:
             self.add(textwrap.fill(note, 92), "")
@@ -174,7 +180,7 @@ class Page:
         """Leading columns that hold names (left-aligned); the rest are numbers."""
         count = 0
         for h in header:
-            if h in ("state", "window mode", "read copy / checkpoint", "shape", "W", "run"):
+            if h in ("shape", "state", "window mode", "read copy / checkpoint"):
                 count += 1
             else:
                 break
@@ -212,14 +218,16 @@ Each table below gives the `--benchmark_filter` that runs its rows alone; add
 `--benchmark_out=run.json` and `python3 bench/report.py run.json --out -` prints that run's
 tables. Why each step takes the time it does is in [kernels.md](kernels.md); what the
 storage formats cost in accuracy, in [precision.md](precision.md).
-
+{runs_note}
 ## Method
 
-- **Shapes.** One layer: Mamba-2 at the Nemotron-3-Nano and Nemotron-3-Super shapes, Gated
-  DeltaNet at the Qwen3.5-4B and Qwen3.5-122B shapes; BF16 activations. The state format is
-  named in each benchmark: `fp32`, `fp16`, `bf16` for one state that is both read and
-  checkpointed, `read_X_ckpt_Y[_sr]` for a read copy in X beside a checkpoint in Y
-  (`_sr`: stochastic rounding at the flush).
+- **Shapes.** One layer, BF16 activations. Mamba-2: Nano (Nemotron-3-Nano: 96 heads,
+  P = 80, N = 128, 8 groups) and Super (Nemotron-3-Super: 128 heads, P = 64, N = 128, 8
+  groups). Gated DeltaNet: Qwen3.5-4B (32 value heads, 16 key heads, K = V = 128) and
+  Qwen3.5-122B (64 value heads, 16 key heads, K = V = 128). The state format is named in
+  each benchmark: `fp32`, `fp16`, `bf16` for one state that is both read and checkpointed,
+  `read_X_ckpt_Y[_sr]` for a read copy in X beside a checkpoint in Y (`_sr`: stochastic
+  rounding at the flush).
 - **Timing.** CUDA events around a CUDA graph; Google Benchmark's manual time. A replay
   step's time is the mean over whole flush periods (one graph holds every step from one
   flush to the next, the flush included), a write-back step's the mean over a graph of 16
@@ -295,97 +303,105 @@ def run_date(run):
     return f"{m[1]} {m[2]}" + (" UTC" if run.date.endswith(("+00:00", "Z")) else "") if m else "-"
 
 
-def mamba2_steps(page, shape):
+def mamba2_steps(page, shapes):
     res = page.results
     rows = []
-    for state in SHARED_STATES:
-        batches = sorted(set(res.batches("mamba2", "writeback", shape, state))
-                         | {b for w in ("W8", "W16", "W32") for b in res.batches("mamba2", "replay", shape, state, w)})
-        for n in batches:
-            wb = res.get("mamba2", "writeback", shape, state, batch=n)
-            rep = {w: res.get("mamba2", "replay", shape, state, w, batch=n) for w in ("W8", "W16", "W32")}
-            rows.append([state, str(n), num(us(wb)), num(counter(wb, "pct_inplace_bw"))]
-                        + [num(us(rep[w])) for w in rep]
-                        + [num(ratio(us(wb), us(rep[w])), ".2f", "x") for w in rep]
-                        + [num(counter(rep["W16"], "pct_read_bw"))])
-    page.table(f"Write-back against replay: {MAMBA2_SHAPES[shape]}",
+    for shape in shapes:
+        for state in SHARED_STATES:
+            batches = sorted(set(res.batches("mamba2", "writeback", shape, state))
+                             | {b for w in WINDOWS for b in res.batches("mamba2", "replay", shape, state, w)})
+            for n in batches:
+                wb = res.get("mamba2", "writeback", shape, state, batch=n)
+                rep = {w: res.get("mamba2", "replay", shape, state, w, batch=n) for w in WINDOWS}
+                rows.append([SHORT[shape], state, str(n), num(us(wb)), num(counter(wb, "pct_inplace_bw"))]
+                            + [num(us(rep[w])) for w in WINDOWS]
+                            + [num(ratio(us(wb), us(rep[w])), ".2f", "x") for w in WINDOWS]
+                            + [num(counter(rep["W16"], "pct_read_bw"))])
+    page.table("Write-back against replay",
                "Microseconds per decode step. Replay reads its state from checkpoint + window and "
                "writes it back once per window (the flush); write-back reads and writes the whole "
                "state every step. Speedup = write-back time over replay time, same state format.",
-               ["state", "batch", "write-back us", "write-back % in-place", "replay W=8 us", "replay W=16 us",
-                "replay W=32 us", "speedup W=8", "speedup W=16", "speedup W=32", "replay W=16 % read"],
-               rows, f"^(writeback|replay)/{shape}/(fp32|fp16|bf16)/")
+               ["shape", "state", "batch", "write-back us", "write-back % in-place"]
+               + [f"replay W={w[1:]} us" for w in WINDOWS] + [f"speedup W={w[1:]}" for w in WINDOWS]
+               + ["replay W=16 % read"],
+               rows, "^(writeback|replay)/(nano|super)/(fp32|fp16|bf16)/")
 
 
-def mamba2_window(page, shape):
+def mamba2_window(page, shapes):
     res = page.results
     rows = []
-    windows = sorted((w for w in res.values(4, "mamba2", "flush_and_read", shape, "fp32") if w.startswith("W")),
-                     key=lambda w: int(w[1:]))
-    for w in windows:
-        for n in res.batches("mamba2", "flush_and_read", shape, "fp32", w):
-            f = res.get("mamba2", "flush_and_read", shape, "fp32", w, batch=n)
-            wb = res.get("mamba2", "writeback", shape, "fp32", batch=n)
-            rep = res.get("mamba2", "replay", shape, "fp32", w, batch=n)
-            rows.append([w[1:], str(n), num(us(rep)), num(counter(f, "read_us")), num(counter(f, "late_read_us")),
-                         num(counter(f, "flush_us")), num(us(wb)),
-                         num(ratio(counter(f, "flush_us"), us(wb)), ".2f", "x")])
-    page.table(f"Read steps and flush per window length: {MAMBA2_SHAPES[shape]}, FP32 state",
+    for shape in shapes:
+        windows = sorted((w for w in res.values(4, "mamba2", "flush_and_read", shape, "fp32") if w.startswith("W")),
+                         key=lambda w: int(w[1:]))
+        for w in windows:
+            for n in res.batches("mamba2", "flush_and_read", shape, "fp32", w):
+                f = res.get("mamba2", "flush_and_read", shape, "fp32", w, batch=n)
+                wb = res.get("mamba2", "writeback", shape, "fp32", batch=n)
+                rep = res.get("mamba2", "replay", shape, "fp32", w, batch=n)
+                rows.append([SHORT[shape], w[1:], str(n), num(us(rep)), num(counter(f, "read_us")),
+                             num(counter(f, "late_read_us")), num(counter(f, "flush_us")), num(us(wb)),
+                             num(ratio(counter(f, "flush_us"), us(wb)), ".2f", "x")])
+    page.table("Read steps and flush per window length, FP32 state",
                "Each step timed alone, every request in the same phase: the read step at the start of "
                "a window (the token alone) and at its end (W - 1 entries before it), and the flush. "
                "The replay mean is the whole flush period's mean step, for comparison.",
-               ["W", "batch", "replay mean us", "read step, window start us", "read step, window end us",
+               ["shape", "W", "batch", "replay mean us", "read step, window start us", "read step, window end us",
                 "flush us", "write-back us", "flush / write-back"],
-               rows, f"^(writeback/{shape}/fp32/|(replay|flush_and_read)/{shape}/fp32/W)")
+               rows, "^(writeback/(nano|super)/fp32/|(replay|flush_and_read)/(nano|super)/fp32/W)")
 
 
-def mamba2_staggered(page, shape):
+def mamba2_staggered(page, shapes):
     res = page.results
-    batches = sorted(set(res.batches("mamba2", "staggered", shape, "fp32", "W16"))
-                     | set(res.batches("mamba2", "replay_staggered", shape, "fp32", "W16")))
     rows = []
-    for n in batches:
-        wb = res.get("mamba2", "writeback", shape, "fp32", batch=n)
-        rep = res.get("mamba2", "replay", shape, "fp32", "W16", batch=n)
-        whole = res.get("mamba2", "replay_staggered", shape, "fp32", "W16", batch=n)
-        s = res.get("mamba2", "staggered", shape, "fp32", "W16", batch=n)
-        rows.append([str(n), num(us(wb)), num(us(rep)), num(us(whole)), num(ratio(us(wb), us(whole)), ".2f", "x"),
-                     num(counter(s, "mean_us")), num(counter(s, "p99_us")), num(counter(s, "p99_over_mean"), ".3f")])
-    page.table(f"Staggered flushes: {MAMBA2_SHAPES[shape]}, FP32 state, W = 16",
-               "With staggered phases every step carries 1/W of the flushes: its mean over whole flush "
-               "periods (`replay_staggered`), its speedup over write-back, and step-by-step times "
-               "(`staggered`: mean, 99th percentile).",
-               ["batch", "write-back us", "replay, same phase us", "replay, staggered us", "speedup, staggered",
-                "step mean us", "step p99 us", "p99 / mean"],
-               rows, f"^(writeback/{shape}/fp32/|(replay|replay_staggered|staggered)/{shape}/fp32/W16/)")
-
-
-def mamba2_split(page, shape):
-    res = page.results
-    modes = [m for m in res.values(3, "mamba2", "replay", shape) if m.startswith("read_")]
-    if not modes:
-        return
-    rows = []
-    for mode in ["fp32"] + modes:
-        for n in res.batches("mamba2", "replay", shape, mode, "W16"):
-            if mode == "fp32" and not any(res.rows.get(("mamba2", "replay", shape, m, "W16", ("batch", n)))
-                                          for m in modes):
-                continue
-            r = res.get("mamba2", "replay", shape, mode, "W16", batch=n)
-            f = res.get("mamba2", "flush_and_read", shape, mode, "W16", batch=n)
+    for shape in shapes:
+        batches = sorted(set(res.batches("mamba2", "staggered", shape, "fp32", "W16"))
+                         | set(res.batches("mamba2", "replay_staggered", shape, "fp32", "W16")))
+        for n in batches:
             wb = res.get("mamba2", "writeback", shape, "fp32", batch=n)
-            fp32 = res.get("mamba2", "replay", shape, "fp32", "W16", batch=n)
-            rows.append([split_label(mode), str(n), num(us(r)), num(counter(r, "GBps"), ".0f"),
-                         num(counter(r, "pct_read_bw")), num(ratio(us(wb), us(r)), ".2f", "x"),
-                         num(ratio(us(fp32), us(r)), ".2f", "x"), num(counter(f, "read_us")),
-                         num(counter(f, "late_read_us")), num(counter(f, "flush_us"))])
-    page.table(f"Separate read copy and checkpoint: {MAMBA2_SHAPES[shape]}, W = 16",
+            rep = res.get("mamba2", "replay", shape, "fp32", "W16", batch=n)
+            whole = res.get("mamba2", "replay_staggered", shape, "fp32", "W16", batch=n)
+            s = res.get("mamba2", "staggered", shape, "fp32", "W16", batch=n)
+            rows.append([SHORT[shape], str(n), num(us(wb)), num(us(rep)), num(us(whole)),
+                         num(ratio(us(wb), us(whole)), ".2f", "x"), num(counter(s, "mean_us")),
+                         num(ratio(us(wb), counter(s, "mean_us")), ".2f", "x"), num(counter(s, "p99_us")),
+                         num(counter(s, "p99_over_mean"), ".3f")])
+    page.table("Staggered flushes, FP32 state, W = 16",
+               "With staggered phases every step carries 1/W of the flushes: the mean step over whole "
+               "flush periods (`replay_staggered`) and step-by-step times (`staggered`: mean, 99th "
+               "percentile), each with its speedup over write-back.",
+               ["shape", "batch", "write-back us", "replay, same phase us", "replay, staggered us",
+                "speedup, staggered", "step mean us", "speedup, step mean", "step p99 us", "p99 / mean"],
+               rows, "^(writeback/(nano|super)/fp32/|(replay|replay_staggered|staggered)/(nano|super)/fp32/W16/)")
+
+
+def mamba2_split(page, shapes):
+    res = page.results
+    rows = []
+    for shape in shapes:
+        modes = [m for m in res.values(3, "mamba2", "replay", shape) if m.startswith("read_")]
+        if not modes:
+            continue
+        for mode in ["fp32"] + modes:
+            for n in res.batches("mamba2", "replay", shape, mode, "W16"):
+                if mode == "fp32" and not any(res.rows.get(("mamba2", "replay", shape, m, "W16", ("batch", n)))
+                                              for m in modes):
+                    continue
+                r = res.get("mamba2", "replay", shape, mode, "W16", batch=n)
+                f = res.get("mamba2", "flush_and_read", shape, mode, "W16", batch=n)
+                wb = res.get("mamba2", "writeback", shape, "fp32", batch=n)
+                fp32 = res.get("mamba2", "replay", shape, "fp32", "W16", batch=n)
+                rows.append([SHORT[shape], split_label(mode), str(n), num(us(r)), num(counter(r, "GBps"), ".0f"),
+                             num(counter(r, "pct_read_bw")), num(ratio(us(wb), us(r)), ".2f", "x"),
+                             num(ratio(us(fp32), us(r)), ".2f", "x"), num(counter(f, "read_us")),
+                             num(counter(f, "late_read_us")), num(counter(f, "flush_us"))])
+    page.table("Separate read copy and checkpoint, W = 16",
                "The read steps read a narrow read copy; the flush decodes the checkpoint and encodes "
                "both. Speedups are over the FP32 write-back step and over FP32 replay (one shared "
-               "state, first rows); the last three columns are the steps timed alone.",
-               ["read copy / checkpoint", "batch", "us per step", "GB/s", "% read", "speedup vs write-back FP32",
-                "speedup vs replay FP32", "read step, window start us", "read step, window end us", "flush us"],
-               rows, f"^(writeback/{shape}/fp32/|(replay|flush_and_read)/{shape}/(fp32|read_[a-z0-9_]+)/W16/)")
+               "state, the first rows); the last three columns are the steps timed alone.",
+               ["shape", "read copy / checkpoint", "batch", "us per step", "GB/s", "% read",
+                "speedup vs write-back FP32", "speedup vs replay FP32", "read step, window start us",
+                "read step, window end us", "flush us"],
+               rows, "^(writeback/(nano|super)/fp32/|(replay|flush_and_read)/(nano|super)/(fp32|read_[a-z0-9_]+)/W16/)")
 
 
 def split_label(mode):
@@ -395,105 +411,112 @@ def split_label(mode):
     return f"`{mode}`: {m[1].upper()} / {m[2].upper()}" + (", stochastic" if m[3] else "")
 
 
-def spec(page, recurrence, shape, label, prefix):
+def spec(page, recurrence, shapes, prefix):
     res = page.results
-    batches = sorted(set(res.batches(recurrence, "spec_replay", shape, "fp32", "W16", "T4"))
-                     | set(res.batches(recurrence, "spec_snapshot", shape, "fp32", "W16", "T4")))
     rows = []
-    for n in batches:
-        r = res.get(recurrence, "spec_replay", shape, "fp32", "W16", "T4", batch=n)
-        s = res.get(recurrence, "spec_snapshot", shape, "fp32", "W16", "T4", batch=n)
-        rt, st = counter(r, "round_us"), counter(s, "round_us")
-        tok = lambda row: None if row is None else row["accepted_tokens_per_s"] / 1e3
-        rows.append([str(n), num(rt), num(st), num(ratio(st, rt), ".2f", "x"), num(tok(r), ".0f", "k"),
-                     num(tok(s), ".0f", "k"), num(counter(r or s, "mean_accepted"), ".2f"),
-                     num(counter(s, "pct_copy_bw")),
-                     num(None if counter(r or s, "snapshot_bytes") is None else (r or s)["snapshot_bytes"] / 1e9, ".2f"),
-                     num(None if counter(r, "window_extra_bytes") is None else r["window_extra_bytes"] / 1e6, ".2f")])
-    page.table(f"Speculative decoding: {label}, FP32 state, W = 16, T = 4 drafts",
+    for shape in shapes:
+        batches = sorted(set(res.batches(recurrence, "spec_replay", shape, "fp32", "W16", "T4"))
+                         | set(res.batches(recurrence, "spec_snapshot", shape, "fp32", "W16", "T4")))
+        for n in batches:
+            r = res.get(recurrence, "spec_replay", shape, "fp32", "W16", "T4", batch=n)
+            s = res.get(recurrence, "spec_snapshot", shape, "fp32", "W16", "T4", batch=n)
+            rt, st = counter(r, "round_us"), counter(s, "round_us")
+            tokens = [None if row is None else row["accepted_tokens_per_s"] / 1e3 for row in (r, s)]
+            snapshot_gb = counter(r or s, "snapshot_bytes")
+            window_mb = counter(r, "window_extra_bytes")
+            rows.append([SHORT[shape], str(n), num(rt), num(st), num(ratio(st, rt), ".2f", "x"),
+                         num(tokens[0], ".0f", "k"), num(tokens[1], ".0f", "k"),
+                         num(counter(r or s, "mean_accepted"), ".2f"), num(counter(s, "pct_copy_bw")),
+                         num(None if snapshot_gb is None else snapshot_gb / 1e9, ".2f"),
+                         num(None if window_mb is None else window_mb / 1e6, ".2f")])
+    page.table("Speculative decoding, FP32 state, W = 16, T = 4 drafts",
                "Microseconds per round (a verify step of 4 drafts per request and a commit). Speedup = "
                "snapshot time over replay time, the ratio of their accepted tokens/s. The snapshot "
                "baseline keeps a state per draft (its memory per layer, and its state traffic as % of "
                "the copy bandwidth); replay keeps the drafts in its window ring (the extra memory).",
-               ["batch", "replay us per round", "snapshot us per round", "speedup", "replay accepted tok/s",
+               ["shape", "batch", "replay us per round", "snapshot us per round", "speedup", "replay accepted tok/s",
                 "snapshot accepted tok/s", "mean accepted", "snapshot % copy", "snapshot memory GB",
                 "replay window extra MB"],
-               rows, f"^{prefix}spec_(replay|snapshot)/{shape}/")
+               rows, f"^{prefix}spec_(replay|snapshot)/")
 
 
-def gdn_steps(page, shape):
+def gdn_steps(page, shapes):
     res = page.results
-    batches = sorted(set(res.batches("gdn", "writeback", shape, "fp32"))
-                     | {b for m in GDN_MODES for b in res.batches("gdn", "replay", shape, "fp32", m, "W16")})
     rows = []
-    for n in batches:
-        wb = res.get("gdn", "writeback", shape, "fp32", batch=n)
-        rep = {m: res.get("gdn", "replay", shape, "fp32", m, "W16", batch=n) for m in GDN_MODES}
-        rows.append([str(n), num(us(wb)), num(counter(wb, "pct_inplace_bw"))]
-                    + [c for m in GDN_MODES for c in (num(us(rep[m])), num(ratio(us(wb), us(rep[m])), ".2f", "x"))]
-                    + [num(counter(rep["corrected_values"], "pct_read_bw"))])
-    page.table(f"Write-back against replay: {GDN_SHAPES.get(shape, shape)}, FP32 state, W = 16",
+    for shape in shapes:
+        batches = sorted(set(res.batches("gdn", "writeback", shape, "fp32"))
+                         | {b for m in GDN_MODES for b in res.batches("gdn", "replay", shape, "fp32", m, "W16")})
+        for n in batches:
+            wb = res.get("gdn", "writeback", shape, "fp32", batch=n)
+            rep = {m: res.get("gdn", "replay", shape, "fp32", m, "W16", batch=n) for m in GDN_MODES}
+            rows.append([SHORT.get(shape, shape), str(n), num(us(wb)), num(counter(wb, "pct_inplace_bw"))]
+                        + [c for m in GDN_MODES for c in (num(us(rep[m])), num(ratio(us(wb), us(rep[m])), ".2f", "x"))]
+                        + [num(counter(rep["corrected_values"], "pct_read_bw"))])
+    page.table("Write-back against replay, FP32 state, W = 16",
                "Microseconds per decode step, in both window modes: `corrected_values` keeps each "
                "token's corrected value in the window, `raw_inputs` the token's own inputs (the flush "
                "recomputes the corrections). A replay flush leaves its token open, so a flush period "
                "is W - 1 steps.",
-               ["batch", "write-back us", "write-back % in-place", "replay us", "speedup", "raw-inputs replay us",
-                "raw-inputs speedup", "replay % read"],
-               rows, f"^BM_gdn_(writeback/{shape}/fp32/|replay/{shape}/fp32/)")
+               ["shape", "batch", "write-back us", "write-back % in-place", "replay us", "speedup",
+                "raw-inputs replay us", "raw-inputs speedup", "replay % read"],
+               rows, "^BM_gdn_(writeback|replay)/[^/]+/fp32/")
 
 
-def gdn_flush(page, shape):
+def gdn_flush(page, shapes):
     res = page.results
     rows = []
-    for mode in GDN_MODES:
-        batches = sorted(set(res.batches("gdn", "flush_and_read", shape, "fp32", mode, "W16"))
-                         | set(res.batches("gdn", "staggered", shape, "fp32", mode, "W16")))
-        for n in batches:
-            f = res.get("gdn", "flush_and_read", shape, "fp32", mode, "W16", batch=n)
-            s = res.get("gdn", "staggered", shape, "fp32", mode, "W16", batch=n)
-            wb = res.get("gdn", "writeback", shape, "fp32", batch=n)
-            rows.append([f"`{mode}`", str(n), num(counter(f, "read_us")), num(counter(f, "late_read_us")),
-                         num(counter(f, "flush_us")), num(us(wb)), num(ratio(counter(f, "flush_us"), us(wb)), ".2f", "x"),
-                         num(counter(s, "mean_us")), num(ratio(us(wb), counter(s, "mean_us")), ".2f", "x"),
-                         num(counter(s, "p99_us")), num(counter(s, "p99_over_mean"), ".3f")])
-    page.table(f"Read steps, flush and staggered flushes: {GDN_SHAPES.get(shape, shape)}, FP32 state, W = 16",
+    for shape in shapes:
+        for mode in GDN_MODES:
+            batches = sorted(set(res.batches("gdn", "flush_and_read", shape, "fp32", mode, "W16"))
+                             | set(res.batches("gdn", "staggered", shape, "fp32", mode, "W16")))
+            for n in batches:
+                f = res.get("gdn", "flush_and_read", shape, "fp32", mode, "W16", batch=n)
+                s = res.get("gdn", "staggered", shape, "fp32", mode, "W16", batch=n)
+                wb = res.get("gdn", "writeback", shape, "fp32", batch=n)
+                rows.append([SHORT.get(shape, shape), f"`{mode}`", str(n), num(counter(f, "read_us")),
+                             num(counter(f, "late_read_us")), num(counter(f, "flush_us")), num(us(wb)),
+                             num(ratio(counter(f, "flush_us"), us(wb)), ".2f", "x"), num(counter(s, "mean_us")),
+                             num(ratio(us(wb), counter(s, "mean_us")), ".2f", "x"), num(counter(s, "p99_us")),
+                             num(counter(s, "p99_over_mean"), ".3f")])
+    page.table("Read steps, flush and staggered flushes, FP32 state, W = 16",
                "The read step at the window's start and end and the flush, each timed alone (every "
                "request in the same phase); then staggered phases, step by step (mean, its speedup "
                "over write-back, 99th percentile).",
-               ["window mode", "batch", "read step, window start us", "read step, window end us", "flush us",
-                "write-back us", "flush / write-back", "staggered step mean us", "staggered speedup",
+               ["shape", "window mode", "batch", "read step, window start us", "read step, window end us",
+                "flush us", "write-back us", "flush / write-back", "staggered step mean us", "staggered speedup",
                 "staggered p99 us", "p99 / mean"],
-               rows, f"^BM_gdn_(writeback/{shape}/fp32/|(flush_and_read|staggered)/{shape}/fp32/)")
+               rows, "^BM_gdn_(writeback/[^/]+/fp32/|(flush_and_read|staggered)/[^/]+/fp32/)")
 
 
-def gdn_split(page, shape):
+def gdn_split(page, shapes):
     res = page.results
-    states = [s for s in res.values(3, "gdn", "replay", shape) if s.startswith("read_")]
     rows = []
-    for state in states:
-        for mode in GDN_MODES:
-            for n in res.batches("gdn", "replay", shape, state, mode, "W16"):
-                r = res.get("gdn", "replay", shape, state, mode, "W16", batch=n)
-                wb = res.get("gdn", "writeback", shape, "fp32", batch=n)
-                fp32 = res.get("gdn", "replay", shape, "fp32", mode, "W16", batch=n)
-                rows.append([split_label(state), f"`{mode}`", str(n), num(us(r)), num(counter(r, "GBps"), ".0f"),
-                             num(counter(r, "pct_read_bw")), num(ratio(us(wb), us(r)), ".2f", "x"),
-                             num(ratio(us(fp32), us(r)), ".2f", "x")])
-    page.table(f"Separate read copy and checkpoint: {GDN_SHAPES.get(shape, shape)}, W = 16",
+    for shape in shapes:
+        for state in [s for s in res.values(3, "gdn", "replay", shape) if s.startswith("read_")]:
+            for mode in GDN_MODES:
+                for n in res.batches("gdn", "replay", shape, state, mode, "W16"):
+                    r = res.get("gdn", "replay", shape, state, mode, "W16", batch=n)
+                    wb = res.get("gdn", "writeback", shape, "fp32", batch=n)
+                    fp32 = res.get("gdn", "replay", shape, "fp32", mode, "W16", batch=n)
+                    rows.append([SHORT.get(shape, shape), split_label(state), f"`{mode}`", str(n), num(us(r)),
+                                 num(counter(r, "GBps"), ".0f"), num(counter(r, "pct_read_bw")),
+                                 num(ratio(us(wb), us(r)), ".2f", "x"), num(ratio(us(fp32), us(r)), ".2f", "x")])
+    page.table("Separate read copy and checkpoint, W = 16",
                "Speedups over the FP32 write-back step and over FP32 replay in the same window mode.",
-               ["read copy / checkpoint", "window mode", "batch", "us per step", "GB/s", "% read",
+               ["shape", "read copy / checkpoint", "window mode", "batch", "us per step", "GB/s", "% read",
                 "speedup vs write-back FP32", "speedup vs replay FP32"],
-               rows, f"^BM_gdn_(writeback/{shape}/fp32/|replay/{shape}/(fp32|read_[a-z0-9_]+)/)")
+               rows, "^BM_gdn_(writeback/[^/]+/fp32/|replay/[^/]+/(fp32|read_[a-z0-9_]+)/)")
 
 
 def cpu(page):
     res = page.results
     rows = []
+    threads = sorted({dict(k[3:]).get("threads") for k in res.rows if k[:3] == ("cpu", "writeback", "fp32")})
+    step = lambda row: None if row is None or "time_per_step" not in row else row["time_per_step"] * 1e6
     for n in res.batches("cpu", "writeback", "fp32"):
-        for t in sorted({dict(k[3:]).get("threads") for k in res.rows if k[:3] == ("cpu", "writeback", "fp32")}):
+        for t in threads:
             wb = res.get("cpu", "writeback", "fp32", batch=n, threads=t)
             rep = res.get("cpu", "replay", "fp32", "W16", batch=n, threads=t)
-            step = lambda row: None if row is None or "time_per_step" not in row else row["time_per_step"] * 1e6
             rows.append([str(n), str(t), num(step(wb)), num(step(rep)), num(ratio(step(wb), step(rep)), ".2f", "x")])
     page.table("CPU steps (Mamba-2, 8 heads x 64 x 128, FP32)", "Microseconds per step on the host that ran it.",
                ["batch", "threads", "write-back us", "replay W=16 us", "speedup"], rows, "^cpu/")
@@ -504,17 +527,10 @@ def mamba2_section(page):
     if not res.has("mamba2"):
         return
     page.add("## Mamba-2", "")
-    for shape in MAMBA2_SHAPES:
-        if res.has("mamba2", "writeback", shape) or res.has("mamba2", "replay", shape):
-            mamba2_steps(page, shape)
-    for shape in MAMBA2_SHAPES:
-        mamba2_window(page, shape)
-    for shape in MAMBA2_SHAPES:
-        mamba2_staggered(page, shape)
-    for shape in MAMBA2_SHAPES:
-        mamba2_split(page, shape)
-    for shape in MAMBA2_SHAPES:
-        spec(page, "mamba2", shape, f"Mamba-2 {MAMBA2_SHAPES[shape]}", "")
+    shapes = list(MAMBA2_SHAPES)
+    for table in (mamba2_steps, mamba2_window, mamba2_staggered, mamba2_split):
+        table(page, shapes)
+    spec(page, "mamba2", shapes, "")
 
 
 def gdn_section(page):
@@ -523,14 +539,9 @@ def gdn_section(page):
         return
     page.add("## Gated DeltaNet", "")
     shapes = list(GDN_SHAPES) + [s for s in res.values(2, "gdn") if s not in GDN_SHAPES]
-    for shape in shapes:
-        gdn_steps(page, shape)
-    for shape in shapes:
-        gdn_flush(page, shape)
-    for shape in shapes:
-        gdn_split(page, shape)
-    for shape in shapes:
-        spec(page, "gdn", shape, f"Gated DeltaNet {GDN_SHAPES.get(shape, shape)}", "BM_gdn_")
+    for table in (gdn_steps, gdn_flush, gdn_split):
+        table(page, shapes)
+    spec(page, "gdn", shapes, "BM_gdn_")
 
 
 def speedup_series(res):
@@ -570,7 +581,7 @@ def plot(res, path):
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch (requests)")
     ax.set_ylabel("replay speedup over write-back (W = 16)")
-    ax.set_title("Decode step, one layer, BF16 inputs")
+    ax.set_title("Decode step on one H200, one layer, BF16 inputs")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -579,40 +590,38 @@ def plot(res, path):
 
 
 def readme_excerpt(res, page_link, plot_link):
-    """README.md's performance excerpt: replay's speedup at W = 16 at the largest batches, and the plot."""
-    lines = ["Replay's speedup over the write-back step on one H200 (W = 16, FP32 state, BF16 inputs; "
-             f"the speculative rows: accepted tokens/s over the snapshot baseline's, 4 drafts), from "
-             f"[{page_link}]({page_link}), which has every table and the command that reproduces it:", "",
-             "| layer | batch | write-back us | replay us | speedup | speculative speedup |",
-             "|---|---:|---:|---:|---:|---:|"]
-    count = len(lines)
-    layers = [("mamba2", s, MAMBA2_SHAPES[s].split(" (")[0] + " (Mamba-2)", ("fp32",), ("fp32", "W16"))
-              for s in MAMBA2_SHAPES]
-    layers += [("gdn", s, GDN_SHAPES[s].split(" (")[0] + " (Gated DeltaNet)", ("fp32",), ("fp32", "corrected_values", "W16"))
-               for s in GDN_SHAPES]
-    for rec, shape, label, wb_parts, rep_parts in layers:
-        batches = [n for n in res.batches(rec, "replay", shape, *rep_parts) if n >= 128] or \
-                  res.batches(rec, "replay", shape, *rep_parts)
-        for n in batches:
-            wb = res.rows.get((rec, "writeback", shape) + wb_parts + (("batch", n),))
-            rep = res.rows.get((rec, "replay", shape) + rep_parts + (("batch", n),))
+    """README.md's performance excerpt: replay's speedup at W = 16 at batches of 128 and more
+    (or whichever the run has), FP32 state, and the plot."""
+    layers = [("mamba2", s, MAMBA2_SHAPES[s].split(" (")[0] + " (Mamba-2)", ("fp32", "W16")) for s in MAMBA2_SHAPES]
+    layers += [("gdn", s, SHORT[s] + " (Gated DeltaNet)", ("fp32", "corrected_values", "W16")) for s in GDN_SHAPES]
+    rows = []
+    for rec, shape, label, replay_parts in layers:
+        batches = res.batches(rec, "replay", shape, *replay_parts)
+        for n in [b for b in batches if b >= 128] or batches:
+            wb = res.rows.get((rec, "writeback", shape, "fp32", ("batch", n)))
+            rep = res.rows.get((rec, "replay", shape) + replay_parts + (("batch", n),))
             r = res.rows.get((rec, "spec_replay", shape, "fp32", "W16", "T4", ("batch", n)))
             s = res.rows.get((rec, "spec_snapshot", shape, "fp32", "W16", "T4", ("batch", n)))
-            if wb is None or rep is None:
-                continue
-            lines.append(f"| {label} | {n} | {num(us(wb))} | {num(us(rep))} | {num(ratio(us(wb), us(rep)), '.2f', 'x')} | "
-                         f"{num(ratio(counter(s, 'round_us'), counter(r, 'round_us')), '.2f', 'x')} |")
-    if len(lines) == count:
-        lines = lines[:1]
-    lines += ["", f"![Replay speedup over write-back per batch]({plot_link})"]
-    return lines
+            if wb is not None and rep is not None:
+                rows.append(f"| {label} | {n} | {num(us(wb))} | {num(us(rep))} | "
+                            f"{num(ratio(us(wb), us(rep)), '.2f', 'x')} | "
+                            f"{num(ratio(counter(s, 'round_us'), counter(r, 'round_us')), '.2f', 'x')} |")
+    if not rows:
+        return [f"Every table, and the command that reproduces it: [{page_link}]({page_link}).", "",
+                f"![Replay speedup over write-back per batch]({plot_link})"]
+    intro = ("Replay's speedup over the write-back step on one H200 (W = 16, FP32 state, BF16 inputs; "
+             "speculative: accepted tokens/s over the snapshot baseline's, 4 drafts per round), from "
+             f"[{page_link}]({page_link}), which has every table and the command that reproduces it:")
+    return (textwrap.wrap(intro, 92) + ["", "| layer | batch | write-back us | replay us | speedup | speculative speedup |",
+                                        "|---|---:|---:|---:|---:|---:|"]
+            + rows + ["", f"![Replay speedup over write-back per batch]({plot_link})"])
 
 
 def update_readme(path, lines):
     """Replaces the text between README's bench markers; False when it has none."""
     with open(path) as f:
         text = f.read()
-    begin, end = "<!-- bench:begin (generated by bench/report.py) -->", "<!-- bench:end -->"
+    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
     if begin not in text or end not in text:
         return False
     head, rest = text.split(begin, 1)
@@ -640,7 +649,13 @@ def main():
     out_dir = DOCS if to_stdout else os.path.dirname(os.path.abspath(args.out))
     page = Page(res, out_dir)
     command = "python3 bench/report.py " + " ".join(repo_path(p) for p in args.results)
-    page.add(PAGE_HEAD.format(bench=BENCH, command=command))
+    runs_note = ""
+    if len(res.runs) > 1:
+        runs_note = (f"\nIts rows come from {len(res.runs)} runs of different filters (where two hold a benchmark,\n"
+                     "the newer run's row; each table names its runs). A run of every benchmark saved as\n"
+                     "`docs/data/h200_bench.json` replaces them all: regenerate with the command above, then\n"
+                     "`git rm` the JSON files the page no longer names.\n")
+    page.add(PAGE_HEAD.format(bench=BENCH, command=command, runs_note=runs_note))
     ceilings(page)
     mamba2_section(page)
     gdn_section(page)
