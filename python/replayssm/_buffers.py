@@ -144,6 +144,7 @@ class LayerBuffers:
         """Loads slot ``slot``'s state (after prefill, or for a new request) from floats of
         shape ``[heads, rows, cols]`` (any array), encoding it into the policy's formats, and
         empties its window (its cursors reset)."""
+        self._check_slot(slot, "write_state")
         host = _host_float32(values)
         if host.shape != self._head_shape:
             raise ValueError(f"replayssm: write_state: values have shape {list(host.shape)}, "
@@ -157,10 +158,15 @@ class LayerBuffers:
 
     def read_state(self, slot: int) -> np.ndarray:
         """Slot ``slot``'s checkpoint as float32 ``[heads, rows, cols]`` (a NumPy array)."""
+        self._check_slot(slot, "read_state")
         values = np.zeros(self._head_shape, dtype=np.float32)
         staged = [_staging(self.arrays.get(n), slot) for n in ("checkpoint", "checkpoint_scales")]
         _native.read_state(self.recurrence, self.policy_index, values, *(s[0] for s in staged))
         return values
+
+    def _check_slot(self, slot, who: str) -> None:
+        if not isinstance(slot, (int, np.integer)) or not 0 <= slot < self.num_slots:
+            raise ValueError(f"replayssm: {who}: slot {slot!r} is not an integer in [0, {self.num_slots})")
 
     def take_errors(self, stream: int | None = None) -> None:
         """Raises what the last CUDA steps found wrong (a bad slot or cursor: the request was

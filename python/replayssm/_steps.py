@@ -28,9 +28,9 @@ def _positions(op: str, names: str) -> tuple:
 # What mamba2_step and gdn_step give per call, in this order (a None checkpoint: the
 # buffers'); the rest of a layer's step arguments are bound once per buffers (launch_layer).
 _PER_CALL = {
-    "mamba2_step": _positions("mamba2_step", "kind tokens pad_slot_id dt_softplus x dt A B C D z dt_bias y "
+    "mamba2_step": _positions("mamba2_step", "kind tokens pad_slot_id dt_softplus x dt A B C D z dt_bias out "
                                              "slot_indices token_counts checkpoint"),
-    "gdn_step": _positions("gdn_step", "kind tokens pad_slot_id raw_inputs key_heads q k v qkv a b A_log dt_bias o "
+    "gdn_step": _positions("gdn_step", "kind tokens pad_slot_id raw_inputs q k v qkv a b A_log dt_bias out "
                                        "slot_indices token_counts checkpoint"),
 }
 _BIND = {op: getattr(_native, "bind_" + op) for op in _PER_CALL}
@@ -43,10 +43,11 @@ def arguments(op: str, scalars: dict, arrays: dict) -> list:
 
 
 def _layer_arguments(op: str, buffers: LayerBuffers) -> list:
-    """The positional arguments of a layer's step ``op`` with ``buffers``' arrays, policy and
-    seed in place, None where ``_PER_CALL`` goes."""
+    """The positional arguments of a layer's step ``op`` with ``buffers``' arrays, policy,
+    seed and shape (which the step checks every array against) in place, None where
+    ``_PER_CALL`` goes."""
     constants = {name: None for name in _SCALAR_NAMES[op]}
-    constants.update(policy=buffers.policy_index, seed=buffers.seed)
+    constants.update(policy=buffers.policy_index, seed=buffers.seed, **buffers.shape._asdict())
     return arguments(op, constants, buffers.arrays)
 
 
@@ -84,9 +85,10 @@ def launch(op: str, args: list) -> None:
         NATIVE[op](*args)
 
 
-def _empty(like, shape):
-    """An uninitialized array of ``shape`` with the dtype, framework and device of ``like``."""
-    return like.new_empty(shape) if is_torch(like) else np.empty(shape, like.dtype)
+def _zeros(like, shape):
+    """A zeroed array of ``shape`` with the dtype, framework and device of ``like`` (a step
+    leaves the rows of padded requests as they are)."""
+    return like.new_zeros(shape) if is_torch(like) else np.zeros(shape, like.dtype)
 
 
 def _check_buffers(buffers, kind):
@@ -103,10 +105,12 @@ def mamba2_step(kind: str, buffers: Mamba2Buffers, x, dt, A, B, C, D=None, z=Non
     x, z, out ``[rows, heads, head_dim]``; dt ``[rows, heads]`` (raw); B, C ``[rows,
     groups, state_dim]``; A, D, dt_bias float32 ``[heads]``. ``slot_indices`` (int32
     ``[batch]``) maps requests to state slots, ``pad_slot_id`` skips a request.
-    ``checkpoint`` overrides ``buffers.checkpoint``. Returns ``out`` (allocated when None).
+    ``checkpoint`` overrides ``buffers.checkpoint``. Returns ``out`` (allocated when None,
+    zeros in the rows of padded requests). Every array is checked against ``buffers.shape``:
+    ValueError naming the one at fault.
     """
     _check_buffers(buffers, Mamba2Buffers)
-    out = _empty(x, x.shape) if out is None else out
+    out = _zeros(x, (x.shape[0], buffers.shape.heads, buffers.shape.head_dim)) if out is None else out
     launch_layer("mamba2_step", buffers, (kind, tokens, pad_slot_id, dt_softplus, x, dt, A, B, C, D, z, dt_bias, out,
                                           slot_indices, token_counts, checkpoint))
     return out
@@ -126,10 +130,9 @@ def gdn_step(kind: str, buffers: GDNBuffers, q, k, v, a, b, A_log, dt_bias=None,
     """
     _check_buffers(buffers, GDNBuffers)
     if out is None:
-        out = _empty(a, (*a.shape, buffers.shape.value_dim))
-    launch_layer("gdn_step", buffers, (kind, tokens, pad_slot_id, buffers.policy.raw_inputs,
-                                       0 if qkv is None else buffers.shape.key_heads, q, k, v, qkv, a, b, A_log,
-                                       dt_bias, out, slot_indices, token_counts, checkpoint))
+        out = _zeros(a, (a.shape[0], buffers.shape.value_heads, buffers.shape.value_dim))
+    launch_layer("gdn_step", buffers, (kind, tokens, pad_slot_id, buffers.policy.raw_inputs, q, k, v, qkv, a, b,
+                                       A_log, dt_bias, out, slot_indices, token_counts, checkpoint))
     return out
 
 

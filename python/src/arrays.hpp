@@ -106,6 +106,16 @@ class checker {
     if (a.shape[dims - 1] > 1 && a.strides[dims - 1] != 1)
       return fail(
           a, "its last dimension must be contiguous (stride 1), got stride " + std::to_string(a.strides[dims - 1]));
+    // Entries of a dimension must not overlap (the launchers check it too, but name the
+    // params' fields: an output is `y` or `o` there).
+    int64_t extent = a.shape[dims - 1];  // elements one entry of dimension d spans
+    for (int d = dims - 2; d >= 0; --d) {
+      if (a.strides[d] < extent)
+        return fail(a, "dimension " + std::to_string(d) + " has stride " + std::to_string(a.strides[d]) +
+                           ", smaller than the " + std::to_string(extent) +
+                           " elements of one entry (they would overlap)");
+      extent += (a.shape[d] - 1) * a.strides[d];
+    }
     return *this;
   }
 

@@ -3,7 +3,8 @@
 /// A step called from Python: its array arguments, checked and bound to the library's params
 /// for the policy and activation type chosen at run time, then run by a backend (the CPU
 /// launchers in module.cpp, the CUDA launchers in cuda_*.cu). The argument names are the
-/// params' field names.
+/// params' field names, but for the output: `out`, as the Python functions name it (the
+/// params' `y` and `o`).
 #pragma once
 
 #include <cstdint>
@@ -55,11 +56,14 @@ void name_arrays(Args& args) {
   args.for_each_array([](const char* name, array& a, bool) { a.name = name; });
 }
 
-/// A Mamba-2 step's arguments (`mamba2_params`).
+/// A Mamba-2 step's arguments (`mamba2_params`). The layer's shape (`heads` ... `groups`),
+/// when given, is what every array is checked against, so that an error names the array at
+/// fault; 0: taken from x and B.
 struct mamba2_args : common_args {
   static constexpr const char* who = "mamba2";
   array x, z, y, dt, B, C, A, D, dt_bias, window_x, window_B, window_dt;
   bool dt_softplus = true;
+  int32_t heads = 0, head_dim = 0, state_dim = 0, groups = 0;
 
   mamba2_args() { name_arrays(*this); }
   template <class F>
@@ -67,7 +71,7 @@ struct mamba2_args : common_args {
     common_args::for_each_array(f);
     f("x", x, false);
     f("z", z, false);
-    f("y", y, true);
+    f("out", y, true);
     f("dt", dt, false);
     f("B", B, false);
     f("C", C, false);
@@ -82,16 +86,22 @@ struct mamba2_args : common_args {
   void for_each_scalar(F&& f) {
     common_args::for_each_scalar(f);
     f("dt_softplus", dt_softplus);
+    f("heads", heads);
+    f("head_dim", head_dim);
+    f("state_dim", state_dim);
+    f("groups", groups);
   }
 };
 
 /// A Gated DeltaNet step's arguments (`gdn_params`). q, k and v come apart, or packed in one
-/// row per token as an engine's projection leaves them (`qkv`, with `key_heads`).
+/// row per token as an engine's projection leaves them (`qkv`). The layer's shape
+/// (`value_heads` ... `value_dim`), when given, is what every array is checked against; 0:
+/// taken from q and v (a packed qkv needs it).
 struct gdn_args : common_args {
   static constexpr const char* who = "gated_deltanet";
   array q, k, v, qkv, o, a, b, A_log, dt_bias, window_u, window_k, window_g, window_v, window_beta;
   bool raw_inputs = false;  ///< the policy's window mode: raw_inputs, else corrected_values
-  int32_t key_heads = 0;    ///< key heads of a packed `qkv` (0: q, k and v come apart)
+  int32_t value_heads = 0, key_heads = 0, key_dim = 0, value_dim = 0;
 
   gdn_args() { name_arrays(*this); }
   /// The array whose device the step runs on.
@@ -103,7 +113,7 @@ struct gdn_args : common_args {
     f("k", k, false);
     f("v", v, false);
     f("qkv", qkv, false);
-    f("o", o, true);
+    f("out", o, true);
     f("a", a, false);
     f("b", b, false);
     f("A_log", A_log, false);
@@ -118,7 +128,10 @@ struct gdn_args : common_args {
   void for_each_scalar(F&& f) {
     common_args::for_each_scalar(f);
     f("raw_inputs", raw_inputs);
+    f("value_heads", value_heads);
     f("key_heads", key_heads);
+    f("key_dim", key_dim);
+    f("value_dim", value_dim);
   }
 };
 
@@ -293,12 +306,16 @@ rs::status mamba2_step(const step_call& call, const mamba2_args& a) {
   const char* who = "mamba2";
   checker c(who, a.x.device, a.x.device_id);
   const int64_t any3[] = {-1, -1, -1};
+  const bool shaped = a.heads > 0;  // else the shape is taken from x and B
   c.activation(a.x).strided(a.x, a.x.type, 3, any3, "batch * tokens, heads, head_dim");
-  c.strided(a.B, a.x.type, 3, any3, "batch * tokens, groups, state_dim");
+  if (!shaped) c.strided(a.B, a.x.type, 3, any3, "batch * tokens, groups, state_dim");
   if (!c.status().ok()) return c.status();
-  const int64_t rows = a.x.shape[0], H = a.x.shape[1], P = a.x.shape[2], G = a.B.shape[1], N = a.B.shape[2];
+  const int64_t rows = a.x.shape[0], H = shaped ? a.heads : a.x.shape[1], P = shaped ? a.head_dim : a.x.shape[2],
+                G = shaped ? a.groups : a.B.shape[1], N = shaped ? a.state_dim : a.B.shape[2];
   const int64_t batch = detail::request_count(c, a.x, a.tokens);
   const int64_t x_rows[] = {rows, H, P}, bc_rows[] = {rows, G, N}, dt_rows[] = {rows, H};
+  c.strided(a.x, a.x.type, 3, x_rows, "batch * tokens, heads, head_dim");
+  c.strided(a.B, a.x.type, 3, bc_rows, "batch * tokens, groups, state_dim");
   c.strided(a.y, a.x.type, 3, x_rows, "batch * tokens, heads, head_dim");
   c.strided(a.z, a.x.type, 3, x_rows, "batch * tokens, heads, head_dim", true);
   c.strided(a.C, a.x.type, 3, bc_rows, "batch * tokens, groups, state_dim");
@@ -354,7 +371,8 @@ rs::status mamba2_step(const step_call& call, const mamba2_args& a) {
 namespace detail {
 
 /// Views of a packed `qkv` ([rows, 2 * key_heads * key_dim + value_heads * value_dim], its
-/// last dimension contiguous) as q, k and v, with value_heads and value_dim from `o`.
+/// last dimension contiguous) as q, k and v, with the layer's shape (value_heads and
+/// value_dim from `out` when not given).
 inline rs::status unpack_qkv(gdn_args& a) {
   checker c("gated_deltanet", a.qkv.device, a.qkv.device_id);
   c.unused(a.q, "q, k and v come packed in qkv here").unused(a.k, "q, k and v come packed in qkv here");
@@ -362,13 +380,16 @@ inline rs::status unpack_qkv(gdn_args& a) {
   const int64_t any2[] = {-1, -1}, any3[] = {-1, -1, -1};
   c.activation(a.qkv).strided(a.qkv, a.qkv.type, 2, any2,
                               "batch * tokens, 2 * key_heads * key_dim + value_heads * value_dim");
-  c.strided(a.o, a.qkv.type, 3, any3, "batch * tokens, value_heads, value_dim");
+  if (a.value_heads <= 0) c.strided(a.o, a.qkv.type, 3, any3, "batch * tokens, value_heads, value_dim");
   if (!c.status().ok()) return c.status();
-  const int64_t values = a.o.shape[1] * a.o.shape[2], keys = (a.qkv.shape[1] - values) / 2;
+  const int64_t HV = a.value_heads > 0 ? a.value_heads : a.o.shape[1];
+  const int64_t V = a.value_heads > 0 ? a.value_dim : a.o.shape[2];
+  const int64_t values = HV * V, keys = (a.qkv.shape[1] - values) / 2;
   if (a.key_heads < 1 || keys < 1 || 2 * keys + values != a.qkv.shape[1] || keys % a.key_heads != 0)
-    return c.fail(a.qkv, std::to_string(a.qkv.shape[1]) + " columns are not 2 * key_heads * key_dim + " +
-                             std::to_string(values) + " (value_heads * value_dim of o) with key_heads=" +
-                             std::to_string(a.key_heads))
+    return c
+        .fail(a.qkv, std::to_string(a.qkv.shape[1]) + " columns are not 2 * key_heads * key_dim + " +
+                         std::to_string(values) +
+                         " (value_heads * value_dim) with key_heads=" + std::to_string(a.key_heads))
         .status();
   const int64_t K = keys / a.key_heads;
   auto part = [&](const char* name, int64_t column, int64_t heads, int64_t dim) {
@@ -382,7 +403,7 @@ inline rs::status unpack_qkv(gdn_args& a) {
   };
   a.q = part("q", 0, a.key_heads, K);
   a.k = part("k", keys, a.key_heads, K);
-  a.v = part("v", 2 * keys, a.o.shape[1], a.o.shape[2]);
+  a.v = part("v", 2 * keys, HV, V);
   a.qkv = array{};
   return {};
 }
@@ -396,17 +417,18 @@ rs::status gdn_step(const step_call& call, const gdn_args& given) {
   gdn_args a = given;
   if (a.qkv.given()) {
     if (rs::status s = detail::unpack_qkv(a); !s) return s;
-  } else if (a.key_heads != 0) {
-    return rs::status::error(std::string(who) + ": key_heads is for a packed qkv, and q, k and v come apart here");
   }
   checker c(who, a.q.device, a.q.device_id);
   const int64_t any3[] = {-1, -1, -1};
+  const bool shaped = a.value_heads > 0;  // else the shape is taken from q and v
   c.activation(a.q).strided(a.q, a.q.type, 3, any3, "batch * tokens, key_heads, key_dim");
-  c.strided(a.v, a.q.type, 3, any3, "batch * tokens, value_heads, value_dim");
+  if (!shaped) c.strided(a.v, a.q.type, 3, any3, "batch * tokens, value_heads, value_dim");
   if (!c.status().ok()) return c.status();
-  const int64_t rows = a.q.shape[0], HK = a.q.shape[1], K = a.q.shape[2], HV = a.v.shape[1], V = a.v.shape[2];
+  const int64_t rows = a.q.shape[0], HK = shaped ? a.key_heads : a.q.shape[1], K = shaped ? a.key_dim : a.q.shape[2],
+                HV = shaped ? a.value_heads : a.v.shape[1], V = shaped ? a.value_dim : a.v.shape[2];
   const int64_t batch = detail::request_count(c, a.q, a.tokens);
   const int64_t key_rows[] = {rows, HK, K}, value_rows[] = {rows, HV, V}, gate_rows[] = {rows, HV};
+  c.strided(a.q, a.q.type, 3, key_rows, "batch * tokens, key_heads, key_dim");
   c.strided(a.k, a.q.type, 3, key_rows, "batch * tokens, key_heads, key_dim");
   c.strided(a.v, a.q.type, 3, value_rows, "batch * tokens, value_heads, value_dim");
   c.strided(a.o, a.q.type, 3, value_rows, "batch * tokens, value_heads, value_dim");

@@ -47,7 +47,15 @@ def test_valid_arguments_run(mamba2):
      "mamba2: slot_indices[1]=9 is outside [0, 3) and is not the pad id -1"),
     ("slot_indices", np.array([2, 2], np.int32),
      "mamba2: slot_indices[0]=2 repeats slot_indices[1]: two requests of one step cannot share a state slot"),
-    ("out", np.zeros((2, 4, 10), np.float32)[::-1], "mamba2: y: batch stride=-40 is smaller than one request's extent"),
+    ("out", np.zeros((2, 4, 10), np.float32)[::-1], "mamba2: out: dimension 0 has stride -40, smaller than the 40 "
+                                                    "elements of one entry"),
+    # Shapes are the layer's: the array at fault is named, not one checked against it later.
+    ("B", np.zeros((2, 3, 32), np.float32), "mamba2: B: expected shape [2, 2, 32] (batch * tokens, groups, state_dim), "
+                                           "got [2, 3, 32]"),
+    ("x", np.zeros((2, 4, 65), np.float32), "mamba2: x: expected shape [2, 4, 10] (batch * tokens, heads, head_dim), "
+                                           "got [2, 4, 65]"),
+    ("out", np.zeros((2, 4, 9), np.float32), "mamba2: out: expected shape [2, 4, 10]"),
+    ("out", np.zeros((2, 4, 10), np.float16), "mamba2: out: expected float32, got float16"),
 ])
 def test_bad_argument_names_it(mamba2, name, value, message):
     buffers, args = mamba2
@@ -111,9 +119,14 @@ def test_gdn_arguments_are_checked():
     buffers = rs.GDNBuffers(rs.replay_policy(16, "fp16", "fp32", gdn_window="raw_inputs"), GDN, 2, "float32")
     args = {k: v.astype(np.float32) for k, v in {**gdn_inputs(rng, 2, GDN), **gdn_weights(rng, GDN)}.items()}
     rs.gdn_decode(buffers, **args)
-    args["k"] = args["k"][:, :1]
-    assert "gated_deltanet: k: expected shape [2, 2, 32] (batch * tokens, key_heads, key_dim), got [2, 1, 32]" in \
-        error(rs.gdn_decode, buffers, **args)
+    # Shapes are the layer's: the array at fault is named.
+    for name, value, message in [
+        ("q", args["q"][:, :, :16], "q: expected shape [2, 2, 32] (batch * tokens, key_heads, key_dim), got [2, 2, 16]"),
+        ("v", args["v"][:, :3], "v: expected shape [2, 4, 16] (batch * tokens, value_heads, value_dim), got [2, 3, 16]"),
+        ("out", np.zeros((2, 4, 8), np.float32), "out: expected shape [2, 4, 16]"),
+        ("k", args["k"][:, :1], "k: expected shape [2, 2, 32] (batch * tokens, key_heads, key_dim), got [2, 1, 32]"),
+    ]:
+        assert "gated_deltanet: " + message in error(rs.gdn_decode, buffers, **{**args, name: value})
     shared = rs.replay_policy(8, gdn_window="raw_inputs")
     assert "the raw_inputs window mode needs a separate read copy" in \
         error(rs.GDNBuffers, shared, GDN, 2, "float32")
@@ -128,15 +141,16 @@ def test_packed_qkv_is_checked():
     cursors = buffers.cursors.copy()
     assert "gated_deltanet: q: q, k and v come packed in qkv here" in \
         error(rs.gdn_decode, buffers, q, None, None, **args, qkv=qkv)
-    assert ("gated_deltanet: qkv: 191 columns are not 2 * key_heads * key_dim + 64 (value_heads * value_dim of o) "
+    assert ("gated_deltanet: qkv: 191 columns are not 2 * key_heads * key_dim + 64 (value_heads * value_dim) "
             "with key_heads=2") in error(rs.gdn_decode, buffers, None, None, None, **args, qkv=qkv[:, 1:])
     assert "gated_deltanet: qkv: its last dimension must be contiguous" in \
         error(rs.gdn_decode, buffers, None, None, None, **args, qkv=np.asfortranarray(qkv))
     assert (buffers.cursors == cursors).all()
-    assert "gated_deltanet: key_heads is for a packed qkv" in error(
-        rs._native.gdn_step, *rs._steps.arguments("gdn_step", {
-            "kind": "decode", "policy": POLICY.index, "tokens": 1, "pad_slot_id": -1, "seed": 0, "raw_inputs": False,
-            "key_heads": 2}, {**buffers.arrays, **args, "q": q, "k": k, "v": v, "o": np.zeros_like(v)}))
+    unshaped = {"kind": "decode", "policy": POLICY.index, "tokens": 1, "pad_slot_id": -1, "seed": 0,
+                "raw_inputs": False, "value_heads": 0, "key_heads": 0, "key_dim": 0, "value_dim": 0}
+    assert "gated_deltanet: qkv: 192 columns are not 2 * key_heads * key_dim + 64 (value_heads * value_dim) with " \
+           "key_heads=0" in error(rs._native.gdn_step, *rs._steps.arguments("gdn_step", unshaped, {
+               **buffers.arrays, **args, "qkv": qkv, "out": np.zeros_like(v)}))
 
 
 def test_wrong_objects_are_type_errors(mamba2):
@@ -150,14 +164,19 @@ def test_wrong_objects_are_type_errors(mamba2):
     with pytest.raises(TypeError, match="mamba2: tokens must be an integer"):
         rs._native.mamba2_step(*rs._steps.arguments("mamba2_step", {"kind": "decode", "policy": POLICY.index,
                                                                      "tokens": "one", "pad_slot_id": -1, "seed": 0,
-                                                                     "dt_softplus": True}, args))
+                                                                     "dt_softplus": True, **MAMBA2._asdict()}, args))
 
 
-def test_state_io_checks_shapes():
+def test_state_io_checks_shapes_and_slots():
     buffers = rs.Mamba2Buffers(POLICY, MAMBA2, 2, "float32")
     with pytest.raises(ValueError, match=r"values have shape \[4, 10, 16\], expected \[4, 10, 32\]"):
         buffers.write_state(0, np.zeros((4, 10, 16)))
-    with pytest.raises(ValueError, match="NumPy has no bfloat16"):
+    for slot in (2, 99, -1, 1.0):
+        with pytest.raises(ValueError, match=rf"write_state: slot {slot!r} is not an integer in \[0, 2\)"):
+            buffers.write_state(slot, np.zeros((4, 10, 32)))
+        with pytest.raises(ValueError, match=rf"read_state: slot {slot!r} is not an integer in \[0, 2\)"):
+            buffers.read_state(slot)
+    with pytest.raises(ValueError, match=r"NumPy has no bfloat16.*device='cpu'"):
         rs.Mamba2Buffers(POLICY, MAMBA2, 2, "bfloat16")
 
 

@@ -33,9 +33,9 @@ def test_ops_have_schemas_and_fake_implementations():
         assert "Tensor(a0!)?" in schema
     layer = Layer("mamba2", rs.replay_policy(8), MAMBA2, 3, "float32", np.random.default_rng(1), Arrays("cpu"))
     library, _ = layer.inputs(2)
-    args = {**library, **layer.weights, "y": torch.zeros_like(library["x"]), **layer.buffers.arrays}
+    args = {**library, **layer.weights, "out": torch.zeros_like(library["x"]), **layer.buffers.arrays}
     scalars = {"kind": "decode", "policy": layer.buffers.policy_index, "tokens": 1, "pad_slot_id": -1, "seed": 0,
-               "dt_softplus": True}
+               "dt_softplus": True, **MAMBA2._asdict()}
     with torch._subclasses.fake_tensor.FakeTensorMode() as mode:
         fake = {k: mode.from_tensor(v) for k, v in args.items()}
         torch.ops.replayssm.mamba2_step(*rs._steps.arguments("mamba2_step", scalars, fake))
