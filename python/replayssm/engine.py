@@ -13,21 +13,41 @@ import torch
 from ._buffers import GDNBuffers, Mamba2Buffers
 from ._steps import gdn_step, mamba2_step
 
-_float32, _int32 = torch.float32, torch.int32
+_float32, _int32, _int64 = torch.float32, torch.int32, torch.int64
 
 PAD_SLOT_ID = -1
 
 
-def _per_head(t, dims: int):
-    """A per-head float32 vector from a tensor that may repeat it over further dimensions
-    (vLLM ties A, D and dt_bias over head_dim and state_dim with stride-0 views). One that
-    already is one is returned as it is: each torch call from Python costs about a
-    microsecond or two of host time per step."""
-    if t.dim() > dims:  # the first element of each repeat: t[..., 0, 0] as one view
-        t = t.as_strided(t.shape[:dims], t.stride()[:dims])
+def _untied(t, name: str, dims: int):
+    """The first ``dims`` dimensions of ``t``, a view that may repeat them over further
+    dimensions with stride 0 (vLLM ties A, D, dt_bias and dt so): ``t[..., 0, 0]`` as one
+    view. A tensor whose further dimensions hold other values raises ValueError."""
+    if t.dim() <= dims:
+        return t
+    if any(stride != 0 and size != 1 for size, stride in zip(t.shape[dims:], t.stride()[dims:])):
+        raise ValueError(f"replayssm: {name}: expected {list(t.shape[:dims])} or a view that repeats it over "
+                         f"{list(t.shape[dims:])} with stride 0 (vLLM's tied view); got shape {list(t.shape)} with "
+                         f"strides {list(t.stride())}")
+    return t.as_strided(t.shape[:dims], t.stride()[:dims])
+
+
+def _per_head(t, name: str):
+    """A per-head float32 vector from ``t`` (``_untied``). One that already is one is
+    returned as it is: each torch call from Python costs about a microsecond or two of host
+    time per step."""
+    t = _untied(t, name, 1)
     if t.dtype is not _float32:
         t = t.float()
     return t if t.is_contiguous() else t.contiguous()
+
+
+def _slots(indices, name: str):
+    """The int32 slot indices the steps take, from int32 (as they are) or int64 indices."""
+    if indices is None or indices.dtype is _int32:
+        return indices
+    if indices.dtype is not _int64:
+        raise ValueError(f"replayssm: {name}: expected int32 or int64 slot indices, got {indices.dtype}")
+    return indices.to(_int32)
 
 
 def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False,
@@ -39,16 +59,17 @@ def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, 
     ``[batch, heads, head_dim]``; dt ``[batch, heads]`` or ``[batch, heads, head_dim]``
     (tied over head_dim); A ``[heads]`` or ``[heads, head_dim, state_dim]`` (tied); B, C
     ``[batch, groups, state_dim]``; D, dt_bias ``[heads]`` or ``[heads, head_dim]`` (tied);
-    ``state_batch_indices`` the requests' slots. Returns ``out``. A, D and dt_bias given as
-    float32 ``[heads]`` pass through as they are; tied views cost a torch call each on every
-    call (about 5 us of host time for the three, CPU tensors, 2026-12-01).
+    ``state_batch_indices`` the requests' slots, int32 or int64 ``[batch]`` (a request on
+    ``pad_slot_id`` is skipped: its row of ``out`` is left as it is). Returns ``out``
+    (allocated when None, zeros in padded rows). A, D and dt_bias given as float32
+    ``[heads]`` pass through as they are; tied views cost a torch call each on every call
+    (about 5 us of host time for the three, CPU tensors, 2026-12-01). A tensor of more
+    dimensions that is not such a view (an untied D ``[heads, head_dim]``) raises ValueError.
     """
-    if dt.dim() == 3:
-        dt = dt[..., 0]
-    return mamba2_step("decode", buffers, x, dt, _per_head(A, 1), B, C, None if D is None else _per_head(D, 1), z,
-                       None if dt_bias is None else _per_head(dt_bias, 1), dt_softplus=dt_softplus,
-                       slot_indices=_slots(state_batch_indices), pad_slot_id=pad_slot_id, out=out,
-                       checkpoint=state)
+    return mamba2_step("decode", buffers, x, _untied(dt, "dt", 2), _per_head(A, "A"), B, C,
+                       None if D is None else _per_head(D, "D"), z, None if dt_bias is None else _per_head(dt_bias, "dt_bias"), dt_softplus=dt_softplus,
+                       slot_indices=_slots(state_batch_indices, "state_batch_indices"), pad_slot_id=pad_slot_id,
+                       out=out, checkpoint=state)
 
 
 def gated_delta_rule_update(state, mixed_qkv, a, b, A_log, dt_bias, state_indices, pad_slot_id=PAD_SLOT_ID,
@@ -60,12 +81,10 @@ def gated_delta_rule_update(state, mixed_qkv, a, b, A_log, dt_bias, state_indice
     2 * key_heads * key_dim + value_heads * value_dim]`` packs q, k and v (raw: the step
     normalizes q and k); a, b ``[batch, value_heads]`` the raw projections; A_log, dt_bias
     ``[value_heads]``; out ``[batch, value_heads, value_dim]`` (before the output norm and
-    gate). Returns ``out``.
+    gate); ``state_indices`` and ``pad_slot_id`` as in ``selective_state_update``. Returns
+    ``out``.
     """
-    return gdn_step("decode", buffers, None, None, None, a, b, _per_head(A_log, 1),
-                    None if dt_bias is None else _per_head(dt_bias, 1), slot_indices=_slots(state_indices),
-                    pad_slot_id=pad_slot_id, out=out, checkpoint=state, qkv=mixed_qkv)
-
-
-def _slots(indices):
-    return None if indices is None or indices.dtype is _int32 else indices.to(_int32)
+    return gdn_step("decode", buffers, None, None, None, a, b, _per_head(A_log, "A_log"),
+                    None if dt_bias is None else _per_head(dt_bias, "dt_bias"),
+                    slot_indices=_slots(state_indices, "state_indices"), pad_slot_id=pad_slot_id, out=out,
+                    checkpoint=state, qkv=mixed_qkv)
