@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """A stack of recurrent layers with fixed-seed random weights generates tokens for a batch,
 once with the conventional write-back step and once with replay, in lockstep on the same
-tokens: the Python twin of examples/decode_loop. NumPy on the CPU (default), PyTorch on a
-GPU (``--device cuda``). It ends with the agreement of the two:
+tokens: the Python twin of examples/decode_loop. NumPy on the CPU (default; PyTorch CPU
+tensors for bfloat16 activations, which NumPy lacks), PyTorch on a GPU (``--device cuda``).
+It ends with the agreement of the two:
 
     replay_vs_writeback_max_rel_err=<value> steps=<n> mode=<describe()>
 
@@ -11,6 +12,7 @@ Run after ``pip install .``:  python examples/python/decode_loop.py [--device cu
 """
 
 import argparse
+import importlib.util
 import sys
 import time
 
@@ -27,19 +29,25 @@ REPLAY, WRITEBACK = rs.replay_policy(16), rs.writeback_policy("fp32")
 
 
 class Arrays:
-    """NumPy arrays on the CPU, torch tensors on the GPU, from NumPy values."""
+    """NumPy arrays on the CPU, or torch tensors (on the GPU; on the CPU for bfloat16), from
+    NumPy values."""
 
-    def __init__(self, device):
-        self.device = device
-        if device == "cuda":
+    def __init__(self, device, dtype):
+        self.device, self.torch = device, None
+        if device == "cuda" or dtype == "bfloat16":
             import torch
 
             self.torch = torch
 
+    @property
+    def buffers_device(self):
+        """The buffers' ``device``: None for NumPy arrays."""
+        return None if self.torch is None else self.device
+
     def __call__(self, values, dtype="float32"):
-        if self.device == "cpu":
+        if self.torch is None:
             return np.ascontiguousarray(values, dtype=dtype)
-        return self.torch.as_tensor(np.asarray(values), device="cuda").to(getattr(self.torch, dtype))
+        return self.torch.as_tensor(np.asarray(values), device=self.device).to(getattr(self.torch, dtype))
 
     def numpy(self, a):
         return a if isinstance(a, np.ndarray) else a.float().cpu().numpy()
@@ -56,8 +64,7 @@ class Stack:
     def __init__(self, policy, model, arrays, args):
         self.model, self.arrays, self.gdn = model, arrays, isinstance(model.shape, rs.GDNShape)
         kind = rs.GDNBuffers if self.gdn else rs.Mamba2Buffers
-        device = None if arrays.device == "cpu" else "cuda"
-        self.layers = [kind(policy, model.shape, args.batch, args.dtype, device=device, seed=layer)
+        self.layers = [kind(policy, model.shape, args.batch, args.dtype, device=arrays.buffers_device, seed=layer)
                        for layer in range(args.layers)]
         for buffers, states in zip(self.layers, model.states):
             for slot, values in enumerate(states):
@@ -112,15 +119,18 @@ class Model:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--model", choices=MODELS, default="small")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the steps run (default: cpu; cuda needs PyTorch and a module built with CUDA)")
+    parser.add_argument("--model", choices=MODELS, default="small", help="the layer shape (default: small, Mamba-2)")
     parser.add_argument("--dtype", choices=("float32", "float16", "bfloat16"),
-                        help="activations (default: float32 on the CPU, bfloat16 on the GPU, whose steps take it)")
-    parser.add_argument("--batch", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=64)
-    parser.add_argument("--layers", type=int, default=0, help="default: 4 (Mamba-2) or 2 (Gated DeltaNet)")
-    parser.add_argument("--seed", type=int, default=2026)
+                        help="activations (default: float32 on the CPU, bfloat16 on the GPU, whose steps take it; "
+                             "bfloat16 on the CPU needs PyTorch)")
+    parser.add_argument("--batch", type=int, default=4, help="requests stepped together (default: 4)")
+    parser.add_argument("--steps", type=int, default=64, help="tokens generated per request (default: 64)")
+    parser.add_argument("--layers", type=int, default=0, help="layers in the stack (default: 4 Mamba-2 or 2 Gated "
+                                                              "DeltaNet)")
+    parser.add_argument("--seed", type=int, default=2026, help="seed of the random weights (default: 2026)")
     args = parser.parse_args()
     shape = MODELS[args.model]
     gdn = isinstance(shape, rs.GDNShape)
@@ -128,8 +138,10 @@ def main():
     args.dtype = args.dtype or ("float32" if args.device == "cpu" else "bfloat16")
     if args.device == "cuda" and not rs.has_cuda:
         parser.error("--device cuda: this module was built without CUDA")
+    if (args.device == "cuda" or args.dtype == "bfloat16") and importlib.util.find_spec("torch") is None:
+        parser.error(f"--device {args.device} --dtype {args.dtype} needs PyTorch (NumPy has no bfloat16)")
 
-    arrays = Arrays(args.device)
+    arrays = Arrays(args.device, args.dtype)
     model = Model(shape, args.layers, args.batch, vocab=256, seed=args.seed)
     stacks = {"writeback": Stack(WRITEBACK, model, arrays, args), "replay": Stack(REPLAY, model, arrays, args)}
     kind = "Gated DeltaNet" if gdn else "Mamba-2"
