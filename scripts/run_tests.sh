@@ -10,8 +10,8 @@
 # are built too, and the GPU tests (CTest label `gpu`) skip themselves without a device;
 # then the host targets are also built and tested once without CUDA (in BUILD_DIR-host),
 # so that the g++-only build cannot break unnoticed.
-# The Python step installs nanobind, scikit-build-core, NumPy and pytest from PyPI into
-# BUILD_DIR-python/venv (python3 with venv and its headers from apt-get when missing).
+# The Python step installs nanobind, scikit-build-core, NumPy, pytest and PyTorch from PyPI
+# into BUILD_DIR-python/venv (python3 with venv and its headers from apt-get when missing).
 # Environment: BUILD_DIR (default `build`, relative to the repository root); CI=true turns
 # warnings into errors (-DREPLAYSSM_WERROR=ON), as CI runs it (`CI=true bash .ci/run`).
 set -euo pipefail
@@ -80,6 +80,13 @@ if ! python3 -m venv --help >/dev/null 2>&1 ||
 fi
 [ -x "$py_dir/venv/bin/python" ] || run python3 -m venv "$py_dir/venv"
 run "$py_dir/venv/bin/python" -m pip install --quiet --upgrade nanobind scikit-build-core numpy pytest
+# PyTorch, for the tests of the torch ops, torch.compile and the engine wrappers: PyPI's
+# default Linux wheel, which brings NVIDIA's CUDA libraries (PyPI has no CPU-only one). On
+# the 2-core CI machine: 2.3 min and 5.3 GB the first time (2026-12-02); a later run finds
+# it in the virtual environment. The check below fails the run if it cannot be imported,
+# so that its tests are run, not skipped.
+run "$py_dir/venv/bin/python" -m pip install --quiet torch
+run "$py_dir/venv/bin/python" -c "import torch; print('torch', torch.__version__)"
 # Under CI=true the module compiles the CUDA steps of its first four policies only (write-back
 # and replay, both recurrences): the same kernel templates were compiled above for the GPU
 # tests and the benchmark, and the whole list would add about ten CPU-minutes of nvcc
