@@ -2,10 +2,14 @@
 """One recurrent layer stepped by the library and by the float64 reference side by side,
 on NumPy arrays or PyTorch tensors: fresh random inputs every step, per-request errors."""
 
+import importlib.util
+
 import numpy as np
 
 import replayssm as rs
 import reference as ref
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 RECURRENCES = {
     "mamba2": (rs.Mamba2Buffers, rs.mamba2_step, ref.mamba2_step, ref.mamba2_inputs, ref.mamba2_weights, "y"),
@@ -99,10 +103,10 @@ class Layer:
         return "x" if self.recurrence == "mamba2" else "v"
 
     def verify(self, slot_indices, tokens, token_counts=None):
-        """A verify step of `tokens` drafts per request (`token_counts`: each request's):
-        the largest relative error of a draft's output against the reference's sequential
-        steps from the request's state; the reference's states after each draft are kept
-        for `commit`."""
+        """A verify step of `tokens` drafts per request (`token_counts`: each request's; a
+        request on slot -1 is padding): the largest relative error of a draft's output
+        against the reference's sequential steps from the request's state; the reference's
+        states after each draft are kept for `commit`."""
         batch = len(slot_indices)
         counts = token_counts or [tokens] * batch
         library, exact = self.inputs(batch * tokens)
@@ -113,6 +117,10 @@ class Layer:
         weights = {k: self.arrays.reference(v) for k, v in self.weights.items()}
         errors, self.drafted = [], []
         for b, slot in enumerate(slot_indices):
+            if slot == -1:  # padded: its rows are not written
+                assert not self.arrays.numpy(out[b * tokens:(b + 1) * tokens]).any(), "a padded row was written"
+                self.drafted.append(None)
+                continue
             state = self.states[[slot]] + 0
             history = [state + 0]
             for t in range(counts[b]):
@@ -130,4 +138,5 @@ class Layer:
         rs.commit_drafts(self.buffers, self.arrays.library(np.asarray(accepted), "int32"), tokens=tokens,
                          slot_indices=self.arrays.library(np.asarray(slot_indices), "int32"), **extra)
         for b, slot in enumerate(slot_indices):
-            self.states[[slot]] = self.drafted[b][accepted[b]]
+            if slot != -1:
+                self.states[[slot]] = self.drafted[b][accepted[b]]

@@ -8,20 +8,14 @@ import sys
 
 import pytest
 
+from harness import HAS_TORCH
+
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "decode_loop.py"
-
-
-def has_torch():
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 @pytest.mark.parametrize("model,dtype", [
     ("small", "float32"), ("qwen3.5-4b-like", "float32"),
-    pytest.param("small", "bfloat16", marks=pytest.mark.skipif(not has_torch(), reason="bfloat16 needs PyTorch")),
+    pytest.param("small", "bfloat16", marks=pytest.mark.skipif(not HAS_TORCH, reason="bfloat16 needs PyTorch")),
 ])
 def test_decode_loop_example(model, dtype):
     command = [sys.executable, str(EXAMPLE), "--model", model, "--dtype", dtype, "--steps", "20", "--layers", "1",
