@@ -7,6 +7,7 @@ import pytest
 
 import replayssm as rs
 from harness import Layer
+from reference import relative_error
 
 MAMBA2 = rs.Mamba2Shape(heads=4, head_dim=10, state_dim=32, groups=2)  # head_dim not a power of two
 GDN = rs.GDNShape(value_heads=4, key_heads=2, key_dim=32, value_dim=16)
@@ -66,12 +67,13 @@ def test_pad_slot_id_may_be_any_id_outside_the_slots():
 
 def test_packed_qkv_steps_as_q_k_v_apart():
     """A Gated DeltaNet step on q, k and v packed in one row per token (an engine's projection
-    output) gives the outputs and states of the same step on them apart, bit for bit."""
+    output) gives the outputs and states of the same step on them apart, bit for bit, and
+    the reference's outputs."""
     apart, packed = (Layer("gated_deltanet", rs.replay_policy(8), GDN, num_slots=3, dtype="float32",
                            rng=np.random.default_rng(5)) for _ in range(2))
     slots = np.array([2, 0], np.int32)
     for _ in range(20):  # flushes included
-        library, _ = apart.inputs(2)
+        library, exact = apart.inputs(2)
         qkv = np.concatenate([library[n].reshape(2, -1) for n in ("q", "k", "v")], axis=1)
         # A row stride wider than the row, as a slice of a larger projection output leaves it.
         wide = np.zeros((2, qkv.shape[1] + 8), np.float32)
@@ -81,5 +83,6 @@ def test_packed_qkv_steps_as_q_k_v_apart():
         got = rs.gdn_decode(packed.buffers, None, None, None, **gates, **packed.weights, slot_indices=slots,
                             qkv=wide[:, :qkv.shape[1]])
         assert np.array_equal(got, want)
+        assert relative_error(got, apart.reference_step([2, 0], exact)) <= 1e-5
     for slot in range(3):
         assert np.array_equal(packed.buffers.read_state(slot), apart.buffers.read_state(slot))
