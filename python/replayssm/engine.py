@@ -67,7 +67,8 @@ def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, 
     dimensions that is not such a view (an untied D ``[heads, head_dim]``) raises ValueError.
     """
     return mamba2_step("decode", buffers, x, _untied(dt, "dt", 2), _per_head(A, "A"), B, C,
-                       None if D is None else _per_head(D, "D"), z, None if dt_bias is None else _per_head(dt_bias, "dt_bias"), dt_softplus=dt_softplus,
+                       None if D is None else _per_head(D, "D"), z,
+                       None if dt_bias is None else _per_head(dt_bias, "dt_bias"), dt_softplus=dt_softplus,
                        slot_indices=_slots(state_batch_indices, "state_batch_indices"), pad_slot_id=pad_slot_id,
                        out=out, checkpoint=state)
 

@@ -121,8 +121,10 @@ def test_gdn_arguments_are_checked():
     rs.gdn_decode(buffers, **args)
     # Shapes are the layer's: the array at fault is named.
     for name, value, message in [
-        ("q", args["q"][:, :, :16], "q: expected shape [2, 2, 32] (batch * tokens, key_heads, key_dim), got [2, 2, 16]"),
-        ("v", args["v"][:, :3], "v: expected shape [2, 4, 16] (batch * tokens, value_heads, value_dim), got [2, 3, 16]"),
+        ("q", args["q"][:, :, :16], "q: expected shape [2, 2, 32] (batch * tokens, key_heads, key_dim), got "
+                                    "[2, 2, 16]"),
+        ("v", args["v"][:, :3], "v: expected shape [2, 4, 16] (batch * tokens, value_heads, value_dim), got "
+                                "[2, 3, 16]"),
         ("out", np.zeros((2, 4, 8), np.float32), "out: expected shape [2, 4, 16]"),
         ("k", args["k"][:, :1], "k: expected shape [2, 2, 32] (batch * tokens, key_heads, key_dim), got [2, 1, 32]"),
     ]:

@@ -73,5 +73,6 @@ def test_engine_wrapper_takes_a_tied_view_and_rejects_others():
         with pytest.raises(ValueError, match=rf"replayssm: {name}: expected .* or a view that repeats it .* stride 0"):
             update(**{name: value})
         assert torch.equal(layer.buffers.cursors, cursors), "something was stepped"
-    with pytest.raises(ValueError, match="state_batch_indices: expected int32 or int64 slot indices, got torch.float32"):
+    with pytest.raises(ValueError, match="state_batch_indices: expected int32 or int64 slot indices, got "
+                                         "torch.float32"):
         update(slots.float())
