@@ -37,6 +37,16 @@ __device__ __forceinline__ void barrier_init(uint64_t* barrier) {
 #endif
 }
 
+/// Invalidates an mbarrier whose phases have all completed, so that its memory may be
+/// initialized again (a ring started again in the same shared memory).
+__device__ __forceinline__ void barrier_inval(uint64_t* barrier) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(shared_address(barrier)) : "memory");
+#else
+  (void)barrier;
+#endif
+}
+
 /// Issued by one lane: copies `bytes` (a multiple of 16, both ends 16-byte aligned) from
 /// global `from` to shared `to` and arms `barrier` to complete when they have landed.
 __device__ __forceinline__ void bulk_copy(void* to, const void* from, uint32_t bytes, uint64_t* barrier) {
@@ -113,6 +123,16 @@ __device__ __forceinline__ void cp_async16(void* to, const void* from) {
 }
 #endif
 
+/// Copies the 4-byte word at global `from` to shared `to` (both 4-byte aligned) with one
+/// `cp.async` (wait with `lanes_wait`), so that no register waits on it.
+__device__ __forceinline__ void copy_word_async(void* to, const void* from) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(shared_address(to)), "l"(from) : "memory");
+#else
+  *static_cast<uint32_t*>(to) = *static_cast<const uint32_t*>(from);
+#endif
+}
+
 /// Copies `bytes` from global `from` to shared `to` with the warp's lanes: 16-byte
 /// `cp.async` pieces when both ends and the size allow it (wait with `lanes_wait`), else
 /// plain byte loads (complete on return). Every lane calls it.
@@ -126,6 +146,40 @@ __device__ __forceinline__ void lanes_copy(void* to, const void* from, uint32_t 
   }
 #endif
   for (uint32_t at = uint32_t(lane); at < bytes; at += 32) dst[at] = src[at];
+}
+
+/// Copies `count` rows of `bytes` bytes into shared memory, row j from global `row(j)` to
+/// `to + j * pitch`, with the warp's lanes. Rows of up to 32 pieces of 16 bytes (`bytes` and
+/// `pitch` multiples of 16, `to` 16-byte aligned): each lane takes one piece of every
+/// 32 / pieces-th row, as a `cp.async` (wait with `lanes_wait`), or byte by byte where the
+/// row is not 16-byte aligned, and finds only its rows' addresses (every lane finding every
+/// row's address, a few dozen instructions a row, made a read step late in its window
+/// issue-bound). Other rows: row by row, byte by byte. Every lane calls it.
+template <class RowAddress>
+__device__ __forceinline__ void lanes_copy_rows(void* to, uint32_t pitch, int32_t count, uint32_t bytes,
+                                                RowAddress&& row, int lane) {
+  auto* dst = static_cast<uint8_t*>(to);
+  const uint32_t pieces = bytes / 16;
+  if (bytes % 16 == 0 && pitch % 16 == 0 && aligned16(dst) && pieces >= 1 && pieces <= 32) {
+    const int32_t rows_per_pass = int32_t(32 / pieces), piece = lane % int32_t(pieces);
+    if (lane >= rows_per_pass * int32_t(pieces)) return;
+    for (int32_t j = lane / int32_t(pieces); j < count; j += rows_per_pass) {
+      const auto* src = reinterpret_cast<const uint8_t*>(row(j)) + piece * 16;
+      uint8_t* at = dst + j * pitch + piece * 16;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      if (aligned16(src)) {
+        cp_async16(at, src);
+        continue;
+      }
+#endif
+      for (int k = 0; k < 16; ++k) at[k] = src[k];
+    }
+    return;
+  }
+  for (int32_t j = 0; j < count; ++j) {
+    const auto* src = reinterpret_cast<const uint8_t*>(row(j));
+    for (uint32_t k = uint32_t(lane); k < bytes; k += 32) dst[j * pitch + k] = src[k];
+  }
 }
 
 /// Copies `pieces` runs of `Bytes` bytes, `stride` bytes apart from `from` in global memory,

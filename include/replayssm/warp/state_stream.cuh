@@ -191,6 +191,18 @@ class state_stream {
     for (int i = 0; i < Stages; ++i) fill(i, i);
   }
 
+  /// Ends the ring: its barriers are invalidated (every stage has been waited for), so that
+  /// another ring may start in the same shared memory (a launch that steps several requests
+  /// per warp in turn).
+  __device__ ~state_stream() {
+    if constexpr (Engine == copy_engine::bulk) {
+      if (lane_ == 0)
+        for (int i = 0; i < Stages; ++i) barrier_inval(&s_.full[i]);
+    }
+  }
+  state_stream(const state_stream&) = delete;
+  state_stream& operator=(const state_stream&) = delete;
+
   /// Waits for every stage without reading it: a warp that gives up its step must not
   /// leave copies landing in shared memory it no longer owns.
   __device__ void drain() {
