@@ -3,10 +3,10 @@
 /// A Mamba-2 decode step of one head (or of a range of its rows) run by one warp, the
 /// structure that keeps the state stream at the memory's rate (docs/kernels.md): the state
 /// streams through the warp's ring (warp/state_stream.cuh), started before any other load;
-/// meanwhile the entries' x rows are copied asynchronously into the warp's shared memory and
-/// the keys B_j come into registers (a read step reduces them to their dots with C at once,
-/// a flush keeps its columns of them); the window term comes after the stream. No block
-/// barrier: every warp is independent.
+/// meanwhile the entries' x rows (and a read step's keys B_j and queries C) are copied
+/// asynchronously into the warp's shared memory, so that no register waits on them while
+/// the stream is consumed (a flush holds its columns of the keys in registers); the window
+/// term comes after the stream. No block barrier: every warp is independent.
 ///
 /// Two steps, each a launch of its own in the ready-made kernels (mamba2/cuda.cuh):
 ///  - read (`mamba2_warp_read`): a window that does not fill; y from the read copy and the
@@ -33,6 +33,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "replayssm/mamba2/head_step.hpp"
 #include "replayssm/mamba2/recurrence.hpp"
@@ -117,14 +118,20 @@ struct mamba2_warp_layout {
   /// Whether a flush lane keeps the entries' keys B_j of its unit's columns in registers
   /// (64 floats at most), rather than reading them from the warp's shared memory per stage.
   static constexpr bool keys_in_registers = entries * config::flush_unit <= 64;
-  /// Whether the entries' B rows are staged here (a flush whose keys exceed its registers).
-  static constexpr bool stages_keys = Flush && !keys_in_registers;
+  /// Whether the entries' B rows are staged here: a read step's always (copied while the
+  /// state streams, their dots with C formed after it, so that no key load stalls the
+  /// stream), a flush's when its keys exceed its registers.
+  static constexpr bool stages_keys = !Flush || !keys_in_registers;
+  /// Whether keys past the staged entries are zeros (a flush folds whole runs of entries).
+  static constexpr bool pads_keys = Flush && stages_keys;
+  /// Whether the tokens' C rows are staged here (a read step's key dots).
+  static constexpr bool stages_queries = !Flush;
   static constexpr uint32_t stream_bytes =
       Flush ? sizeof(typename config::template flush_stream<copy_engine::bulk>::TempStorage)
             : sizeof(typename config::template read_stream<copy_engine::bulk, Tokens>::TempStorage);
   uint32_t x_pitch, B_pitch;  ///< bytes per stored row of x and of B
   uint32_t padded_rows;       ///< head rows rounded up to whole stages
-  uint32_t x, z, B;           ///< stored rows: x of every entry, the tokens' z, B of every entry
+  uint32_t x, z, B, C;        ///< stored rows: x of every entry, the tokens' z, B of every entry, the tokens' C
   uint32_t window_dt, dt, log_decay, coef, weight, decay, row_sum, weighted_x, bytes;
 
   static constexpr uint32_t align16(uint32_t n) { return (n + 15u) / 16u * 16u; }
@@ -143,6 +150,7 @@ struct mamba2_warp_layout {
     l.x = take(entries * l.x_pitch);
     l.z = take(Tokens * l.x_pitch);
     l.B = take(stages_keys ? entries * l.B_pitch : 0);
+    l.C = take(stages_queries ? Tokens * l.B_pitch : 0);
     l.window_dt = take(entries * 4);
     l.dt = take(entries * 4);
     l.log_decay = take(entries * 4);
@@ -187,6 +195,7 @@ struct warp_window {
   Layout l;
   __device__ const Act* x(int32_t j) const { return reinterpret_cast<const Act*>(base + l.x + j * l.x_pitch); }
   __device__ const Act* B(int32_t j) const { return reinterpret_cast<const Act*>(base + l.B + j * l.B_pitch); }
+  __device__ const Act* C(int32_t t) const { return reinterpret_cast<const Act*>(base + l.C + t * l.B_pitch); }
   __device__ const Act* z(int32_t t) const { return reinterpret_cast<const Act*>(base + l.z + t * l.x_pitch); }
   __device__ float* floats(uint32_t offset) const { return reinterpret_cast<float*>(base + offset); }
 };
@@ -194,9 +203,24 @@ struct warp_window {
 // Where entry j of a step lies (x, B, step size): the head step's own definition.
 using replayssm::detail::entry_rows;
 
-/// `U` consecutive activations at `from` as floats.
+/// `U` consecutive activations at `from` as floats: one vector load where they fill 8 or 16
+/// aligned bytes (a scalar load each took several instructions per key of a flush).
 template <int U, class Act>
 __device__ void load_activations(const Act* from, float (&out)[U]) {
+  constexpr int bytes = U * int(sizeof(Act));
+  if constexpr (bytes == 8 || bytes == 16) {
+    if ((reinterpret_cast<uintptr_t>(from) & uintptr_t(bytes - 1)) == 0) {
+      using vector = std::conditional_t<bytes == 8, uint2, uint4>;
+      union {
+        vector v;
+        Act a[U];
+      } u;
+      u.v = *reinterpret_cast<const vector*>(from);
+#pragma unroll
+      for (int e = 0; e < U; ++e) out[e] = to_float(u.a[e]);
+      return;
+    }
+  }
 #pragma unroll
   for (int e = 0; e < U; ++e) out[e] = to_float(from[e]);
 }
@@ -214,63 +238,64 @@ __device__ void store_row_sums(const Lanes& lanes, float (&part)[TI], int32_t fi
 }
 
 /// The entries a step stages: entries first .. first + count - 1 (window entries, then the
-/// step's tokens) in staged rows 0 .. count - 1, and the z rows of its first `gated_tokens`
-/// tokens.
+/// step's tokens) in staged rows 0 .. count - 1, and the rows (z; C for a read step) of its
+/// first `tokens` tokens.
 struct staged_entries {
-  int32_t first, count, gated_tokens;
+  int32_t first, count, tokens;
 };
 
 /// Issues the asynchronous copies of the staged entries' rows into the warp's shared
-/// memory: their x, their B where the layout stages keys, the tokens' z, and the window's
-/// step sizes. Every lane calls it; `lanes_wait<0>` and a `__syncwarp` precede their use.
+/// memory: their x, their B where the layout stages keys, the tokens' z (and C for a read
+/// step), and the window's step sizes. No register waits on them. Every lane calls it;
+/// `lanes_wait<0>` and a `__syncwarp` precede their use (`stage_decays`).
 template <class Layout, class Policy, class Act>
 __device__ void copy_window(const warp_window<Layout, Act>& w, const entry_rows<Policy, Act>& entry,
                             mamba2_layer_shape s, staged_entries e, int lane) {
   const step_plan& plan = entry.plan;
   const int32_t P = s.head_dim, N = s.state_dim;
-  for (int32_t j = 0; j < e.count; ++j) {
-    lanes_copy(w.base + w.l.x + j * w.l.x_pitch, entry.x(e.first + j), uint32_t(P) * sizeof(Act), lane);
-    if constexpr (Layout::stages_keys)
-      lanes_copy(w.base + w.l.B + j * w.l.B_pitch, entry.B(e.first + j), uint32_t(N) * sizeof(Act), lane);
-  }
-  if constexpr (Layout::stages_keys) {  // keys 0 past the staged entries (the flush's padding)
+  lanes_copy_rows(w.base + w.l.x, w.l.x_pitch, e.count, uint32_t(P) * sizeof(Act),
+                  [&](int32_t j) { return entry.x(e.first + j); }, lane);
+  if constexpr (Layout::stages_keys)
+    lanes_copy_rows(w.base + w.l.B, w.l.B_pitch, e.count, uint32_t(N) * sizeof(Act),
+                    [&](int32_t j) { return entry.B(e.first + j); }, lane);
+  if constexpr (Layout::pads_keys) {  // keys 0 past the staged entries
     Act* past = reinterpret_cast<Act*>(w.base + w.l.B + e.count * w.l.B_pitch);
     for (int32_t n = lane; n < (Layout::entries - e.count) * int32_t(w.l.B_pitch / sizeof(Act)); n += 32)
       past[n] = from_float<Act>(0.0f);
   }
   if (entry.in.z.data != nullptr)
-    for (int32_t t = 0; t < e.gated_tokens; ++t)
+    for (int32_t t = 0; t < e.tokens; ++t)
       lanes_copy(w.base + w.l.z + t * w.l.x_pitch, entry.in.z.at(t), uint32_t(P) * sizeof(Act), lane);
+  if constexpr (Layout::stages_queries)
+    for (int32_t t = 0; t < e.tokens; ++t)
+      lanes_copy(w.base + w.l.C + t * w.l.B_pitch, entry.in.C.at(t), uint32_t(N) * sizeof(Act), lane);
   for (int32_t j = lane; j < e.count && e.first + j < plan.length; j += 32)
-    w.floats(w.l.window_dt)[j] = entry.st.window_dt[plan.ring_slot(e.first + j) * entry.st.window_dt_stride];
+    copy_word_async(w.floats(w.l.window_dt) + j,
+                    entry.st.window_dt + plan.ring_slot(e.first + j) * entry.st.window_dt_stride);
   lanes_commit();
 }
 
-/// The dots B_i . C_t of the staged entries (entry first + i) with the C of the first
-/// `tokens` tokens into the warp's `weight` floats at [t * W + i] (the window coefficients
-/// multiply them later), read from global memory: each lane takes 4 consecutive columns of
-/// every 128, and the warp reduce-scatters the sums, a group of entries at a time (a decode
-/// step's whole window is one group). Issued before the stream is consumed, the loads wait
-/// beside its first stage.
-template <int W, class Layout, class Policy, class Act>
-__device__ void key_dots(const warp_window<Layout, Act>& w, const entry_rows<Policy, Act>& entry, int32_t N,
-                         staged_entries e, int32_t tokens, int lane) {
+/// The dots B_i . C_t of the `count` staged entries with the staged C of the first `tokens`
+/// tokens into the warp's `weight` floats at [t * W + i] (the window coefficients multiply
+/// them later), from the rows `copy_window` staged (after `stage_decays`): each lane takes 4
+/// consecutive columns of every 128, and the warp reduce-scatters the sums, a group of
+/// entries at a time (a decode step's whole window is one group). Ends with a `__syncwarp`.
+template <int W, class Layout, class Act>
+__device__ void key_dots(const warp_window<Layout, Act>& w, int32_t N, int32_t count, int32_t tokens, int lane) {
   constexpr int T = Layout::tokens;
   constexpr int G = W * T <= 32 ? W : (32 / T > 0 ? 32 / T : 1);  // entries per group: 32 sums at most
   float* weight = w.floats(w.l.weight);
-  for (int32_t g0 = 0; g0 < e.count; g0 += G) {
+  for (int32_t g0 = 0; g0 < count; g0 += G) {
     float dot[T * G];
 #pragma unroll
     for (int k = 0; k < T * G; ++k) dot[k] = 0.0f;
     for (int32_t n = lane * 4; n < N; n += 128) {
       float c[T][4], b[G][4];
 #pragma unroll
-      for (int t = 0; t < T; ++t) load_activations<4>(entry.in.C.at(t < tokens ? t : 0) + n, c[t]);
-      // Every entry's loads issue before any is used, with no branch between them: one memory
-      // round trip, where a load, use and test per entry made one per entry. Entries past the
-      // staged ones load the last one again and are not stored.
+      for (int t = 0; t < T; ++t) load_activations<4>(w.C(t < tokens ? t : 0) + n, c[t]);
+      // Entries past the staged ones load the last one again and are not stored: no branch.
 #pragma unroll
-      for (int j = 0; j < G; ++j) load_activations<4>(entry.B(e.first + (g0 + j < e.count ? g0 + j : e.count - 1)) + n, b[j]);
+      for (int j = 0; j < G; ++j) load_activations<4>(w.B(g0 + j < count ? g0 + j : count - 1) + n, b[j]);
 #pragma unroll
       for (int t = 0; t < T; ++t)
 #pragma unroll
@@ -280,9 +305,10 @@ __device__ void key_dots(const warp_window<Layout, Act>& w, const entry_rows<Pol
     }
     reduce_scatter(dot, 32, lane).for_each_owned(dot, [&](int k, float sum) {
       const int32_t t = k / G, i = g0 + k % G;
-      if (t < tokens && i < e.count) weight[t * W + i] = sum;
+      if (t < tokens && i < count) weight[t * W + i] = sum;
     });
   }
+  __syncwarp();
 }
 
 /// Waits for `copy_window`, then forms the staged entries' step sizes and log decays (entry
@@ -439,7 +465,6 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   float c[Tokens][U];
 #pragma unroll
   for (int t = 0; t < Tokens; ++t) detail::load_activations<U>(in.C.at(t < T ? t : 0) + lanes.column(), c[t]);
-  detail::key_dots<W>(w, entry, N, staged, T, lane);
 
   const int32_t stage_rows = config::template stage_rows<false>(N);
   stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
@@ -462,6 +487,7 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
 
   const int32_t seen0 = L + 1 - F;  // entries the first token sees, itself included
   detail::stage_decays(w, in, plan, staged, lane);
+  detail::key_dots<W>(w, N, staged.count, T, lane);
   detail::query_coefficients<W>(w, seen0, T, lane);
   detail::write_outputs<W>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), lane);
 
