@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 namespace detail {
 
 /// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind` over every
-/// request (those planned so step; `wait`: `after_planner` for the launch right after the
+/// request (those planned so step; `wait`: `overlapping` for the launch right after the
 /// planner's); a flush on whole rows may split a head's rows over several warps.
 template <class Policy, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode, int Tokens = 1,
           class Act>
@@ -152,9 +152,9 @@ inline constexpr warp::copy_engine gdn_flush_engine = warp::gdn_row_flushes<Poli
 template <class Policy, warp::copy_engine Engine, int Threads, class Act>
 status gdn_warp_decode_step(const gdn_params<Act>& p, const device_limits& d, size_t smem, cudaStream_t stream) {
   // The first launch follows the planner's.
-  launch_wait flush_wait = launch_wait::after_planner;
+  launch_wait flush_wait = launch_wait::overlapping;
   if constexpr (!Policy::is_writeback) {
-    if (status s = launch_gdn_warp_step<Policy, Engine, false>(p, d, stream, launch_wait::after_planner); !s) return s;
+    if (status s = launch_gdn_warp_step<Policy, Engine, false>(p, d, stream, launch_wait::overlapping); !s) return s;
     flush_wait = launch_wait::all_before;
   }
   if constexpr (warp::gdn_warp_flushes<Policy>)
@@ -197,7 +197,7 @@ bool gdn_warp_decodes(gdn_layer_shape s) {
 template <class Policy, warp::copy_engine Engine, class Act>
 status gdn_warp_verify_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   if (status s = launch_gdn_warp_step<Policy, gdn_flush_engine<Policy, Engine>, true, step_kind::verify>(
-          p, d, stream, launch_wait::after_planner);
+          p, d, stream, launch_wait::overlapping);
       !s)
     return s;
   return launch_gdn_warp_step<Policy, Engine, false, step_kind::verify, gdn_warp_verify_tokens>(p, d, stream);

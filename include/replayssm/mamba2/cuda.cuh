@@ -3,12 +3,11 @@
 /// The ready-made CUDA kernels of the Mamba-2 steps and their launchers. Decode and verify
 /// steps run on the warp steps (mamba2/warp_step.cuh: one warp per head, the state
 /// streamed): a planner launch decides from the cursors which requests read and which flush,
-/// then a read launch and a flush launch each step their requests (a verify step flushes
-/// first, then reads every request with all its drafts); so does the snapshot baseline (a
-/// planner launch, then one flush launch that folds and stores the drafts in turn). Shapes
-/// the warp steps do not cover run the head step of the CPU path with `block_executor`, one
-/// block per (request, head). Commits and device error reports are
-/// shared by every recurrence (runtime/cuda_launch.cuh).
+/// then a flush launch and a read launch each step their requests (a decode step's two run
+/// side by side; a verify step reads every request with all its drafts after the flush); so does the snapshot baseline
+/// (a planner launch, then one flush launch that folds and stores the drafts in turn). Shapes the warp steps do not
+/// cover run the head step of the CPU path with `block_executor`, one block per (request, head). Commits and device
+/// error reports are shared by every recurrence (runtime/cuda_launch.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -47,47 +46,33 @@ __global__ void __launch_bounds__(
   });
 }
 
-/// The read (`Flush` false) or flush warp kernel of a step of `Kind` (a verify step's read
-/// takes up to `Tokens` drafts): each warp runs rows of one head of one request
-/// (`detail::warp_place`); the warps of one head meet at one barrier before the cursor
-/// moves. Replay steps run the requests planned so (a verify step
-/// reads every request it steps, after the flush of those planned to flush); a write-back
-/// step flushes every request, each warp checking the whole request itself while its stream
-/// fills (a planner launch would add its latency to every write-back step).
-template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode,
-          int Tokens = 1>
-__global__ void __launch_bounds__(warp_step_threads,
-                                  warp_step_min_blocks<(Flush && !Policy::is_writeback) || (Tokens > 4)>)
-    mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
-  extern __shared__ float4 warp_storage[];
-  const detail::warp_place at(parts);
-  const int32_t b = at.b, h = at.h, part = at.part, lane = at.lane;
-  if (h >= p.heads) return;
-  const int32_t slot = request_slot(p, b);  // loaded beside the plan: one latency for both
+namespace detail {
+
+/// Steps request `b` on the rows of one head that the warp at `at` runs (the body of
+/// `mamba2_warp_kernel`; its plan already checked): the stream started first, the step, the
+/// cursor moved once every warp of the head is done.
+template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind, int Tokens>
+__device__ void mamba2_warp_request(const mamba2_params<Act>& p, int32_t b, const warp_place& at, uint8_t* smem,
+                                    int32_t parts) {
+  const int32_t lane = at.lane;
+  const int32_t slot = request_slot(p, b);
   if constexpr (Policy::is_writeback) {
     if (slot == p.pad_slot_id) return;
     if (slot < 0 || slot >= p.num_slots) {  // no stream: the slot names no state
-      if (threadIdx.x == 0) detail::report(p, b, error_slot_out_of_range);
+      if (threadIdx.x == 0) report(p, b, error_slot_out_of_range);
       return;
     }
-  } else {
-    detail::wait_for_plans();
-    const request_plan planned = p.request_plans[b];
-    if (Kind == step_kind::verify && !Flush ? planned == request_plan::skip
-                                            : planned != (Flush ? request_plan::flush : request_plan::read))
-      return;
   }
-  const mamba2_head_views<Policy, Act> v(p, b, h, slot);
+  const mamba2_head_views<Policy, Act> v(p, b, at.h, slot);
   const mamba2_layer_shape shape = p.shape();
-  const warp::row_range rows = warp::mamba2_warp_config<Policy>::template part_rows<Flush>(shape, parts, part);
-  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
+  const warp::row_range rows = warp::mamba2_warp_config<Policy>::template part_rows<Flush>(shape, parts, at.part);
   // The stream starts before the cursors are read: their latency hides behind the state's.
   auto stream = warp::start_mamba2_stream<Flush, Engine, Tokens>(v.state, shape, rows, smem, lane);
   if constexpr (Policy::is_writeback) {
-    const request_check r = detail::warp_check_request<Policy, step_kind::decode>(p, b, lane);
+    const request_check r = warp_check_request<Policy, step_kind::decode>(p, b, lane);
     if (r.errors != step_ok) {
       stream.drain();
-      if (lane == 0) detail::report(p, b, r.errors);
+      if (lane == 0) report(p, b, r.errors);
       return;
     }
   }
@@ -98,7 +83,48 @@ __global__ void __launch_bounds__(warp_step_threads,
     warp::mamba2_warp_read<Tokens>(stream, v.in, v.state, shape, plan, rows, smem, lane);
   if (Kind == step_kind::verify && Flush) return;  // the verify read that follows moves the cursor
   if (parts > 1) __syncthreads();
-  if (part == 0 && lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, Kind);
+  if (at.part == 0 && lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, Kind);
+}
+
+/// Whether a warp launch steps only the requests planned to flush, over fewer request rows
+/// than the batch (`for_each_planned`): a replay decode step's flush.
+template <class Policy, bool Flush, step_kind Kind>
+inline constexpr bool flushes_planned_only = Flush && Kind == step_kind::decode && !Policy::is_writeback;
+
+}  // namespace detail
+
+/// The read (`Flush` false) or flush warp kernel of a step of `Kind` (a verify step's read
+/// takes up to `Tokens` drafts): each warp runs rows of one head of one request
+/// (`detail::warp_place`); the warps of one head meet at one barrier before the cursor
+/// moves. Replay steps run the requests planned so: a decode step's flush launch takes
+/// the flushing requests in turn over a few request rows (`for_each_planned`), its read
+/// launch every request that reads; a verify step reads every request it steps, after the
+/// flush of those planned to flush. A write-back step flushes every request, each warp
+/// checking the whole request itself while its stream fills (a planner launch would add its
+/// latency to every write-back step).
+template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode,
+          int Tokens = 1>
+__global__ void __launch_bounds__(warp_step_threads,
+                                  warp_step_min_blocks<(Flush && !Policy::is_writeback) || (Tokens > 4)>)
+    mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
+  extern __shared__ float4 warp_storage[];
+  const detail::warp_place at(parts);
+  if (at.h >= p.heads) return;
+  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
+  auto step = [&](int32_t b) {
+    detail::mamba2_warp_request<Policy, Act, Engine, Flush, Kind, Tokens>(p, b, at, smem, parts);
+  };
+  if constexpr (detail::flushes_planned_only<Policy, Flush, Kind>) {
+    detail::for_each_planned(p, request_plan::flush, at.lane, step);
+  } else {
+    if constexpr (!Policy::is_writeback) {
+      const request_plan planned = Flush ? detail::plan_after_planner(p, at.b) : detail::plan_beside_previous(p, at.b);
+      if (Kind == step_kind::verify && !Flush ? planned == request_plan::skip
+                                              : planned != (Flush ? request_plan::flush : request_plan::read))
+        return;
+    }
+    step(at.b);
+  }
 }
 
 /// The snapshot baseline's verify step on the warp steps (up to `Tokens` drafts): each warp
@@ -135,20 +161,21 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<true>)
   }
   const step_plan plan{0, tokens, tokens, true, 0, 0, 0u, step_ok};  // every draft folded, in turn
   warp::mamba2_warp_flush<step_kind::verify, Tokens>(stream, v.in, v.state, shape, plan, rows, smem, at.lane,
-                                                      snapshots);
+                                                     snapshots);
 }
 
 namespace detail {
 
 /// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind` (`wait`:
-/// `after_planner` for the launch right after the planner's).
+/// `overlapping` for a launch that may run beside the one before it).
 template <class Policy, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode, int Tokens = 1,
           class Act>
 status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream,
                         launch_wait wait = launch_wait::all_before) {
   return launch_warp_kernel(mamba2_warp_kernel<Policy, Act, Engine, Flush, Kind, Tokens>,
                             warp::mamba2_warp_layout<Policy, Act, Flush, Tokens>::make(p.shape()).bytes, p, d, stream,
-                            "mamba2", warp_step_threads / 32, wait);
+                            "mamba2", warp_step_threads / 32, wait,
+                            flushes_planned_only<Policy, Flush, Kind> ? Policy::window : 1);
 }
 
 /// Launches the snapshot baseline's warp kernel for up to `Tokens` drafts.
@@ -166,27 +193,30 @@ bool bulk_copies_fit(const mamba2_params<Act>& p, const device_limits& d) {
   using config = warp::mamba2_warp_config<Policy>;
   const int64_t elements = int64_t(p.head_dim) * p.state_dim;
   bool ok = d.major >= 9 && config::template flush_stream<warp::copy_engine::bulk>::bulk_ok(elements, p.checkpoint,
-                                                                                                 p.checkpoint_scales);
+                                                                                            p.checkpoint_scales);
   if constexpr (!Policy::shared_state)
-    ok = ok && config::template read_stream<warp::copy_engine::bulk>::bulk_ok(elements, p.read_copy, p.read_copy_scales);
+    ok =
+        ok && config::template read_stream<warp::copy_engine::bulk>::bulk_ok(elements, p.read_copy, p.read_copy_scales);
   return ok;
 }
 
 /// A step of `Kind` on the warp kernels with the copy engine `Engine` (validated params): the
-/// plans, then the read and the flush launches; a write-back step is one flush launch. A
-/// verify step flushes first (the committed entries of the requests whose drafts would not
-/// fit), then reads every request with its drafts, in a kernel for up to 4 or up to 8.
+/// plans, then the flush and the read launches; a write-back step is one flush launch. A
+/// decode step's read launch runs beside its flush launch (they step different requests),
+/// so that the flushes of staggered windows cost the read step little. A verify step
+/// flushes first (the committed entries of the requests whose drafts would not fit), then
+/// reads every request with its drafts from the new state, in a kernel for up to 4 or up to 8.
 template <class Policy, warp::copy_engine Engine, step_kind Kind, class Act>
 status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   if constexpr (Policy::is_writeback) {
     return launch_warp_step<Policy, Engine, true>(p, d, stream);
   } else if constexpr (Kind == step_kind::decode) {
     if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
-    if (status s = launch_warp_step<Policy, Engine, false>(p, d, stream, launch_wait::after_planner); !s) return s;
-    return launch_warp_step<Policy, Engine, true>(p, d, stream);
+    if (status s = launch_warp_step<Policy, Engine, true>(p, d, stream, launch_wait::overlapping); !s) return s;
+    return launch_warp_step<Policy, Engine, false>(p, d, stream, launch_wait::overlapping);
   } else {
     if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
-    if (status s = launch_warp_step<Policy, Engine, true, Kind>(p, d, stream, launch_wait::after_planner); !s) return s;
+    if (status s = launch_warp_step<Policy, Engine, true, Kind>(p, d, stream, launch_wait::overlapping); !s) return s;
     return p.tokens <= 4 ? launch_warp_step<Policy, Engine, false, Kind, 4>(p, d, stream)
                          : launch_warp_step<Policy, Engine, false, Kind, max_draft_tokens>(p, d, stream);
   }
@@ -215,16 +245,14 @@ status mamba2_snapshot_step(const mamba2_params<Act>& p, cudaStream_t stream) {
     return mamba2_warp_snapshot_step<StateFormat, copy_engine::lanes>(p, d, stream);
   }
   const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape()).bytes();
-  return launch_head_blocks(mamba2_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,
-                            "mamba2");
+  return launch_head_blocks(mamba2_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream, "mamba2");
 }
 
 /// A decode or verify step for every request of `p` (device memory). `Engine` forces the
 /// warp steps' copy engine (the lanes engine runs anywhere; tests select it); by default the
 /// bulk engine runs where it can.
 template <class Policy, int Threads, step_kind Kind, class Act>
-status mamba2_tokens_step(const mamba2_params<Act>& p, cudaStream_t stream,
-                          const warp::copy_engine* engine = nullptr) {
+status mamba2_tokens_step(const mamba2_params<Act>& p, cudaStream_t stream, const warp::copy_engine* engine = nullptr) {
   if (status s = validate_mamba2<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
   if (status s = check_request_plans(p); !s) return s;
   if (p.batch == 0) return {};

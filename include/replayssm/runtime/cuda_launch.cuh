@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstdint>
@@ -60,20 +61,78 @@ __device__ __forceinline__ void allow_next_launch() {
 #endif
 }
 
-/// Waits until the planner launch before this one has ended and its plans are visible: call
-/// it before reading `request_plans` (or anything else the launch before writes) in a
-/// kernel launched `after_planner`. Otherwise, and before sm_90, it returns at once.
+/// Waits until the launch before this one has ended and its writes are visible (the plans,
+/// after the planner): call it before reading anything that launch writes in a kernel
+/// launched `overlapping`. Otherwise, and before sm_90, it returns at once.
 __device__ __forceinline__ void wait_for_plans() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 
-/// What a warp launch waits for: every launch before it (`all_before`, a plain launch), or,
-/// right after the planner (`after_planner`), only the plans, at the kernel's `wait_for_plans`:
-/// its blocks are resident while the planner runs (a kernel compiled for sm_90+,
-/// `kernel_waits_for_plans`), and a write-back step's streams start before its plans are read.
-enum class launch_wait { all_before, after_planner };
+/// Request `b`'s plan in the launch right after the planner (launched `overlapping` it):
+/// waits for the plans, then lets the launch after this one start, whose blocks then find
+/// the plans complete (`plan_beside_previous`).
+template <class Params>
+__device__ __forceinline__ request_plan plan_after_planner(const Params& p, int32_t b) {
+  wait_for_plans();
+  const request_plan plan = p.request_plans[b];
+  allow_next_launch();
+  return plan;
+}
+
+/// Request `b`'s plan in a launch that runs beside one that took its plans with
+/// `plan_after_planner` (launched `overlapping` it, or plainly after it): that launch let
+/// this one start only once each of its blocks had read complete plans, so they are read
+/// here without waiting, past the L1 cache. Block (0, 0) waits for that launch to end, so
+/// that this one ends after it and the launches after both see what both wrote.
+template <class Params>
+__device__ __forceinline__ request_plan plan_beside_previous(const Params& p, int32_t b) {
+  if (blockIdx.x == 0 && blockIdx.y == 0) wait_for_plans();
+  return request_plan(__ldcg(reinterpret_cast<const int32_t*>(p.request_plans + b)));
+}
+
+/// The request of the batch that is the `n`-th (from 0) planned `wanted`, or -1 when fewer
+/// are: the lanes read the plans 32 at a time, past the L1 cache. Every lane calls it and
+/// receives it.
+template <class Params>
+__device__ int32_t nth_planned(const Params& p, request_plan wanted, int32_t n, int32_t lane) {
+  for (int32_t first = 0; first < p.batch; first += 32) {
+    const int32_t b = first + lane;
+    const bool hit =
+        b < p.batch && request_plan(__ldcg(reinterpret_cast<const int32_t*>(p.request_plans + b))) == wanted;
+    const uint32_t hits = __ballot_sync(0xffffffffu, hit);
+    const int32_t count = __popc(hits);
+    if (n < count) return first + int32_t(__fns(hits, 0u, n + 1));
+    n -= count;
+  }
+  return -1;
+}
+
+/// Calls `step(b)` for each request planned `wanted`, in a launch right after the planner
+/// (launched `overlapping` it) over fewer request rows than the batch (`gridDim.y`, from
+/// `planned_rows`): the blocks of row r take the r-th, (r + rows)-th, ... such request.
+/// Waits for the plans first, then lets the launch after this one start: a launch over every
+/// request would keep it waiting while thousands of blocks of requests planned otherwise
+/// were scheduled only to return.
+template <class Params, class Step>
+__device__ void for_each_planned(const Params& p, request_plan wanted, int32_t lane, Step&& step) {
+  wait_for_plans();
+  allow_next_launch();
+  for (int32_t n = int32_t(blockIdx.y);; n += int32_t(gridDim.y)) {
+    const int32_t b = nth_planned(p, wanted, n, lane);
+    if (b < 0) return;
+    step(b);
+  }
+}
+
+/// What a warp launch waits for: every launch before it (`all_before`, a plain launch), or
+/// (`overlapping`) only what the kernel itself waits for (`wait_for_plans`): its blocks
+/// become resident while the launch before it runs, once each of that launch's blocks has
+/// let it (`allow_next_launch`, or its end), on sm_90+ (`kernel_waits_for_plans`). Right
+/// after the planner, a write-back step's streams start before its plans are read; a replay
+/// decode step's read launch runs beside its flush launch.
+enum class launch_wait { all_before, overlapping };
 
 inline status cuda_error(const char* what, cudaError_t e) {
   return status::error(std::string("replayssm: ") + what + ": " + cudaGetErrorString(e));
@@ -134,9 +193,9 @@ inline status query_device(device_limits& d) {
 }
 
 /// How a warp kernel is laid out: warps per block, and warps per head (`parts`; the block
-/// then holds one head).
+/// then holds one head); and how many of its warps are resident per SM.
 struct warp_geometry {
-  int warps_per_block = 1, parts = 1;
+  int warps_per_block = 1, parts = 1, resident_warps = 0;
 };
 
 /// Where a warp of a warp-step launch works: request `b`, head `h`, and `part` of the head's
@@ -163,6 +222,8 @@ using resident_warps = std::array<int, warp_block_sizes>;
 /// (request, head) pairs: the block size that keeps the most warps resident per SM (fewer
 /// warps per block pack shared memory more tightly), and a head's rows split over up to
 /// `max_parts` warps when the heads alone would leave most of those warps idle.
+inline constexpr int ilog2(int v) { return v <= 1 ? 0 : 1 + ilog2(v / 2); }
+
 inline warp_geometry choose_warp_geometry(const resident_warps& resident, const device_limits& d, int64_t heads,
                                           int max_parts) {
   warp_geometry g;
@@ -173,6 +234,7 @@ inline warp_geometry choose_warp_geometry(const resident_warps& resident, const 
   for (int i = 1; i < warp_block_sizes && (1 << i) <= max_parts && heads * (1 << i) <= slots && resident[i] > 0; ++i)
     g.parts = 1 << i;
   if (g.parts > 1) g.warps_per_block = g.parts;
+  g.resident_warps = resident[size_t(ilog2(g.warps_per_block))];
   return g;
 }
 
@@ -236,30 +298,45 @@ status kernel_waits_for_plans(Kernel kernel, const device_limits& d, bool& waits
   });
 }
 
+/// Request rows of a launch whose blocks step the requests planned one way only
+/// (`for_each_planned`), about 1 / `share` of the batch per step (a window's flushes, when
+/// phases are staggered): that many rows, or as many as the device keeps resident if more
+/// (a step where every request flushes), the batch at most. `share` 1: a row per request.
+inline int32_t planned_rows(int32_t batch, int32_t share, const warp_geometry& g, const device_limits& d,
+                            int32_t blocks_per_row) {
+  if (share <= 1) return batch;
+  const int64_t resident_rows =
+      int64_t(g.resident_warps) * d.multiprocessors / (int64_t(blocks_per_row) * g.warps_per_block);
+  const int64_t rows = std::max<int64_t>((batch + share - 1) / share, std::max<int64_t>(resident_rows, 1));
+  return int32_t(std::min<int64_t>(rows, batch));
+}
+
 /// Launches a warp kernel (taking the params, `warp_bytes` and the parts of a head) over every
-/// (request, head) of `p`, `warp_bytes` of shared memory per warp. Warps per block, and warps
-/// per head up to `max_parts`, are chosen for occupancy (`choose_warp_geometry`); `who` names
-/// the step in errors; `wait` says what the launch waits for.
+/// (request, head) of `p` (over `planned_rows` of requests with `planned_share` > 1),
+/// `warp_bytes` of shared memory per warp. Warps per block, and warps per head up to
+/// `max_parts`, are chosen for occupancy (`choose_warp_geometry`); `who` names the step in
+/// errors; `wait` says what the launch waits for.
 template <class Kernel, class Params>
 status launch_warp_kernel(Kernel kernel, uint32_t warp_bytes, const Params& p, const device_limits& d,
                           cudaStream_t stream, const char* who, int max_parts = warp_step_threads / 32,
-                          launch_wait wait = launch_wait::all_before) {
+                          launch_wait wait = launch_wait::all_before, int32_t planned_share = 1) {
   warp_geometry g;
   if (status s = prepare_warp_kernel(kernel, d, warp_bytes, int64_t(p.batch) * p.heads, who, g, max_parts); !s)
     return s;
   const int32_t heads_per_block = g.parts > 1 ? 1 : g.warps_per_block;
+  const int32_t blocks_per_row = (p.heads + heads_per_block - 1) / heads_per_block;
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3((p.heads + heads_per_block - 1) / heads_per_block, p.batch);
+  config.gridDim = dim3(blocks_per_row, planned_rows(p.batch, planned_share, g, d, blocks_per_row));
   config.blockDim = dim3(g.warps_per_block * 32);
   config.dynamicSmemBytes = size_t(g.warps_per_block) * warp_bytes;
   config.stream = stream;
   bool early = false;
-  if (wait == launch_wait::after_planner)
+  if (wait == launch_wait::overlapping)
     if (status s = kernel_waits_for_plans(kernel, d, early); !s) return s;
-  cudaLaunchAttribute after_planner{};
-  after_planner.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  after_planner.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &after_planner;
+  cudaLaunchAttribute overlap{};
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &overlap;
   config.numAttrs = early ? 1 : 0;
   if (const cudaError_t e = cudaLaunchKernelEx(&config, kernel, p, warp_bytes, g.parts); e != cudaSuccess)
     return cuda_error("launch failed", e);
