@@ -15,10 +15,17 @@ void register_mamba2_spec();
 
 namespace {
 
-/// Mean step time over whole windows (time_decode_steps).
+/// Mean step time over whole windows (time_decode_steps), every request in the same phase.
 template <class Policy>
 void bm_step(benchmark::State& state, mamba2_layer_shape shape) {
   mamba2_bench_layer<Policy> layer(shape, int(state.range(0)), false);
+  time_decode_steps(state, layer);
+}
+
+/// The same with staggered phases: every step has 1/W of the requests flushing.
+template <class Policy>
+void bm_staggered_step(benchmark::State& state, mamba2_layer_shape shape) {
+  mamba2_bench_layer<Policy> layer(shape, int(state.range(0)), true);
   time_decode_steps(state, layer);
 }
 
@@ -73,10 +80,16 @@ void register_mamba2() {
     register_format<fp16_format>(m);
     register_format<bf16_format>(m);
     const std::string tail = std::string("/") + m.name + "/fp32/W16";
+    register_batches("replay_staggered" + tail, bm_staggered_step<replay_policy<16, fp32_format>>, m.shape, batches)
+        ->MinTime(0.05);
     for (auto [name, fn] : {std::pair{"flush_and_read", bm_flush_and_read<replay_policy<16, fp32_format>>},
                             std::pair{"staggered", bm_staggered<replay_policy<16, fp32_format>>}})
       register_batches(std::string(name) + tail, fn, m.shape, batches)->Iterations(200);
   }
+  // The read step's cost over the window, at every window length.
+  for (auto [name, fn] : {std::pair{"flush_and_read/nano/fp32/W8", bm_flush_and_read<replay_policy<8, fp32_format>>},
+                          std::pair{"flush_and_read/nano/fp32/W32", bm_flush_and_read<replay_policy<32, fp32_format>>}})
+    register_batches(name, fn, nano.shape, batches)->Iterations(200);
 }
 
 }  // namespace replayssm_bench
