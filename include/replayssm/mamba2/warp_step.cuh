@@ -64,13 +64,14 @@ struct mamba2_warp_config {
   static constexpr int flush_unit = Policy::shared_state || checkpoint_format::chunk_elems >= read_format::chunk_elems
                                         ? checkpoint_format::chunk_elems
                                         : read_format::chunk_elems;
-  /// Stages in each warp's ring. A read step consumes a stage in place; a verify step's
-  /// (`Tokens` > 1), which spends longer on each, keeps two, so that 16 warps fit an SM's
-  /// shared memory. A flush of a window copies each stage to registers and releases it
-  /// before its long fold, so two stages in flight keep it fed and leave shared memory for
-  /// more warps; a write-back step, whose fold is one entry, keeps three.
+  /// Stages in each warp's ring. A read step consumes a stage in place and keeps two: an
+  /// SM's many warps keep enough bytes in flight with two each, and the shared memory a
+  /// third would take holds more warps, which hide the window's arithmetic after the stream.
+  /// A flush of a window copies each stage to registers and releases it before its long
+  /// fold, so two stages in flight keep it fed and leave shared memory for more warps; a
+  /// write-back step, whose fold is one entry, keeps three.
   template <int Tokens>
-  static constexpr int read_stages = Tokens > 1 ? 2 : 3;
+  static constexpr int read_stages = 2;
   static constexpr int flush_stages = window > 1 ? 2 : 3;
   using read_lanes = unit_lanes<read_stage, read_unit>;
   using flush_lanes = unit_lanes<flush_stage, flush_unit>;
