@@ -24,8 +24,7 @@
 /// Marks the CPU launchers' per-head function (runtime/cpu_launch.hpp): everything a head step
 /// calls is inlined into it (GCC, Clang). GCC otherwise left the step's loops out of line
 /// wherever a translation unit called one instantiation from two places, and the CPU
-/// write-back step took twice as long (cpu_decode_bench with a second caller: 114-135
-/// against 60 us per step).
+/// write-back step took twice as long (cpu_decode_bench with a second caller).
 #if defined(__GNUC__)
 #define REPLAYSSM_FLATTEN __attribute__((flatten))
 #else

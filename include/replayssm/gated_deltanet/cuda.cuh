@@ -57,9 +57,9 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 /// one head meeting at one barrier before the cursor moves (gated_deltanet/warp_step.cuh). A
 /// verify step's read steps every request it plans, after the flush of the committed entries
 /// of those planned to flush. A write-back step is the flush of a window of one. (Its warps
-/// checking their requests themselves, as Mamba-2's do, instead of the planner: 614 us
-/// against 588 at batch 512 on the H200, each warp comparing its request's slot with every
-/// other; no gain at 128 and 256.)
+/// checking their requests themselves, as Mamba-2's do, instead of the planner was slower
+/// at large batches, each warp comparing its request's slot with every other, and gained
+/// nothing at smaller ones.)
 template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode,
           int Tokens = 1>
 __global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush && !Policy::is_writeback, Tokens>)

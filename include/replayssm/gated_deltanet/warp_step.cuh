@@ -126,10 +126,9 @@ struct gdn_row_config {
 };
 
 /// Rows per lane of a flush of `Policy` on whole rows. Two for a write-back step: its stages
-/// of 16 rows gather 256-byte pieces, and it took 301 us at batch 256 (91% of the in-place
-/// bandwidth, 10 warps per SM) against 318 us with 8 rows' 128-byte pieces and 16 warps (H200,
-/// 2026-12-01). One for a `raw_inputs` flush, whose scratch (18 KB per warp at W = 16) leaves
-/// room for 6 warps per SM beside the larger ring: 1256 us against 1030 us with one row.
+/// of 16 rows gather 256-byte pieces, faster than 8 rows' 128-byte pieces with more warps
+/// per SM. One for a `raw_inputs` flush, whose scratch (18 KB per warp at W = 16) would
+/// leave room for only 6 warps per SM beside the larger ring.
 template <class Policy>
 inline constexpr int gdn_rows_per_lane = Policy::is_writeback ? 2 : 1;
 
@@ -145,11 +144,11 @@ enum class gdn_flush_path {
 };
 
 /// Stored u (`corrected_values`) folds in column stages, where a lane holds the window's
-/// u of its four rows in registers and its keys' columns serve four rows (on the H200 at
-/// batch 256, 539 us a flush against 735 us on whole rows, whose lanes load every entry's key
-/// columns per row, when the column stages still streamed the checkpoint twice); the
-/// checkpoint's stages must hold whole chunks of a separate read copy (written from them). Recomputed u (`raw_inputs`) and the write-back step need each row
-/// whole as they fold: whole rows (1020 us against the head step's 1252 for `raw_inputs`).
+/// u of its four rows in registers and its keys' columns serve four rows (faster than whole
+/// rows, whose lanes load every entry's key columns per row); the checkpoint's stages must
+/// hold whole chunks of a separate read copy (written from them). Recomputed u
+/// (`raw_inputs`) and the write-back step need each row whole as they fold: whole rows
+/// (faster than the head step for `raw_inputs`).
 template <class Policy>
 inline constexpr gdn_flush_path gdn_warp_flush_path =
     Policy::window > 16 ? gdn_flush_path::head_step
@@ -341,9 +340,8 @@ struct staged_rows {
 /// t's k at keys + t K, its q scaled at queries + t K), with the bits of `l2_normalize`:
 /// lane c (k) and lane 8 + c (q) sum chunk c, every lane adds a vector's chunk sums in chunk
 /// order. A token's k and q load together: two memory round trips per token, where a vector
-/// at a time took two each (H200, the replay step at batch 256: 203.7 us with four round
-/// trips, 191.9 and 197.8 in two runs with two). (All tokens' loads at once made a verify
-/// read of four drafts spill: 530 -> 800 us.)
+/// at a time took two each, and the replay step was slower. (All tokens' loads at once made
+/// a verify read of four drafts spill.)
 template <class Act>
 __device__ void warp_normalize_tokens(const gdn_head_inputs<Act>& in, int32_t tokens, int32_t K, float* keys,
                                       float* queries, int lane) {

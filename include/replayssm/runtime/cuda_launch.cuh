@@ -140,7 +140,7 @@ inline status cuda_error(const char* what, cudaError_t e) {
 
 /// What the CUDA runtime tells the launchers and never changes while a process runs (device
 /// attributes, a kernel's occupancy), asked once per key: asked on every call, those queries
-/// took 18-27 us of a launcher's host time (docs/benchmarks.md). Thread-safe.
+/// were most of a launcher's host time. Thread-safe.
 template <class Key, class Value>
 class query_cache {
  public:

@@ -53,10 +53,9 @@ inline constexpr int gdn_warp_verify_tokens = 4;
 
 /// Lanes of a Gated DeltaNet state row: the write-back and snapshot steps stream the state
 /// and are best with a whole row per thread; replay steps, bound by the latency of their
-/// staging, with four lanes per row and more blocks. (A flush of a shared FP32 state, Qwen3.5-4B
-/// at batch 256 on the H200: 1031 us with whole rows, 1038 with four lanes; in the raw_inputs
-/// mode 1261 against 1502. With a BF16 read copy beside the checkpoint, whole rows doubled
-/// the mean step.)
+/// staging, with four lanes per row and more blocks. (A flush of a shared FP32 state takes
+/// about as long either way, a `raw_inputs` flush less with whole rows; with a BF16 read
+/// copy beside the checkpoint, whole rows doubled the mean step.)
 template <bool Streaming>
 inline constexpr int gdn_row_lanes = Streaming ? 1 : 4;
 

@@ -136,8 +136,8 @@ struct unit_lanes {
 /// in the head and side by side in the stage; stage i's pieces start i pieces' lengths
 /// after the first element. With one piece a stage is a run of the state; with more, a
 /// gather (whole rows of a state stored in chunks of columns of every row), copied by the
-/// lanes: as 128-byte bulk copies, a Gated DeltaNet write-back step took 332 us against 324
-/// at batch 256 (H200).
+/// lanes (as 128-byte bulk copies, one barrier arrival per piece, a Gated DeltaNet
+/// write-back step was slower).
 template <class Format, int StageElems, int Stages, copy_engine Engine, int Pieces = 1>
 class state_stream {
  public:
