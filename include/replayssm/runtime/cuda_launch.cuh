@@ -300,14 +300,17 @@ status kernel_waits_for_plans(Kernel kernel, const device_limits& d, bool& waits
 
 /// Request rows of a launch whose blocks step the requests planned one way only
 /// (`for_each_planned`), about 1 / `share` of the batch per step (a window's flushes, when
-/// phases are staggered): that many rows, or as many as the device keeps resident if more
-/// (a step where every request flushes), the batch at most. `share` 1: a row per request.
+/// phases are staggered): that many rows rounded up to whole waves of the rows the device
+/// keeps resident, so that in a step where every request flushes each wave's blocks take
+/// as many requests in turn (a last wave part full would double the step); the batch at
+/// most. `share` 1: a row per request.
 inline int32_t planned_rows(int32_t batch, int32_t share, const warp_geometry& g, const device_limits& d,
                             int32_t blocks_per_row) {
   if (share <= 1) return batch;
-  const int64_t resident_rows =
-      int64_t(g.resident_warps) * d.multiprocessors / (int64_t(blocks_per_row) * g.warps_per_block);
-  const int64_t rows = std::max<int64_t>((batch + share - 1) / share, std::max<int64_t>(resident_rows, 1));
+  const int64_t resident_rows = std::max<int64_t>(
+      int64_t(g.resident_warps) * d.multiprocessors / (int64_t(blocks_per_row) * g.warps_per_block), 1);
+  const int64_t wanted = (batch + share - 1) / share;
+  const int64_t rows = (wanted + resident_rows - 1) / resident_rows * resident_rows;
   return int32_t(std::min<int64_t>(rows, batch));
 }
 
