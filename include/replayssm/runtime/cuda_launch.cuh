@@ -222,19 +222,20 @@ using resident_warps = std::array<int, warp_block_sizes>;
 /// (request, head) pairs: the block size that keeps the most warps resident per SM (fewer
 /// warps per block pack shared memory more tightly), and a head's rows split over up to
 /// `max_parts` warps when the heads alone would leave most of those warps idle.
-inline constexpr int ilog2(int v) { return v <= 1 ? 0 : 1 + ilog2(v / 2); }
-
 inline warp_geometry choose_warp_geometry(const resident_warps& resident, const device_limits& d, int64_t heads,
                                           int max_parts) {
   warp_geometry g;
-  int best = resident[0];
+  int size = 0;  // index of the block size: 2^size warps
   for (int i = 1; i < warp_block_sizes; ++i)
-    if (resident[i] >= best) best = resident[i], g.warps_per_block = 1 << i;
-  const int64_t slots = int64_t(best) * d.multiprocessors;
+    if (resident[i] >= resident[size]) size = i;
+  const int64_t slots = int64_t(resident[size]) * d.multiprocessors;
+  int parts = 0;
   for (int i = 1; i < warp_block_sizes && (1 << i) <= max_parts && heads * (1 << i) <= slots && resident[i] > 0; ++i)
-    g.parts = 1 << i;
-  if (g.parts > 1) g.warps_per_block = g.parts;
-  g.resident_warps = resident[size_t(ilog2(g.warps_per_block))];
+    parts = i;
+  if (parts > 0) size = parts;
+  g.parts = parts > 0 ? 1 << parts : 1;
+  g.warps_per_block = 1 << size;
+  g.resident_warps = resident[size_t(size)];
   return g;
 }
 
