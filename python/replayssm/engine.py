@@ -63,7 +63,7 @@ def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, 
     ``pad_slot_id`` is skipped: its row of ``out`` is left as it is). Returns ``out``
     (allocated when None, zeros in padded rows). A, D and dt_bias given as float32
     ``[heads]`` pass through as they are; tied views cost a torch call each on every call
-    (about 5 us of host time for the three, CPU tensors, 2026-12-01). A tensor of more
+    (bench/python_overhead.py measures what they cost). A tensor of more
     dimensions that is not such a view (an untied D ``[heads, head_dim]``) raises ValueError.
     """
     return mamba2_step("decode", buffers, x, _untied(dt, "dt", 2), _per_head(A, "A"), B, C,
