@@ -94,42 +94,71 @@ __device__ value_share reduce_scatter(float (&v)[N], int group, int position) {
   return share;
 }
 
-/// Which units of a stage one lane handles. A row has `units_per_row` units of `Unit`
+/// Which units of a stage one lane handles. A row has `units_per_row()` units of `Unit`
 /// elements, a power of two up to 32: that many consecutive lanes (a row group) share each
-/// row, and the warp's 32 / units_per_row row groups split the stage's rows into runs of
+/// row, and the warp's 32 / units_per_row() row groups split the stage's rows into runs of
 /// `rows` consecutive rows. A lane keeps the same unit of every row it handles, so that what
 /// it multiplies the unit with (its slice of C) stays in its registers, and its rows are
 /// consecutive, so that per-row values (the flush's weighted x) load as vectors.
-template <int StageElems, int Unit>
+/// `RowLanes`, where it is not 0, is the row group's size known at compile time
+/// (`with_unit_lanes` picks it): the row sums' reduce-scatter then has constant lane offsets
+/// and counts, where a run-time group costs a stream loop a branch around every shuffle.
+template <int StageElems, int Unit, int RowLanes = 0>
 struct unit_lanes {
   static constexpr int rows = StageElems / (Unit * 32);  ///< rows per stage of one lane
   static_assert(rows >= 1, "unit_lanes: a stage must give every lane a unit");
+  static_assert(RowLanes >= 0 && RowLanes <= 32 && (RowLanes & (RowLanes - 1)) == 0,
+                "unit_lanes: RowLanes is 0 (at run time) or a power of two up to 32");
   // Formed once: a division by a run-time divisor is some twenty instructions, and per unit
   // of every stage it made a read step issue-bound (ncu).
-  int units_per_row, first_row, first_unit;
+  int group, first_row, first_unit;
 
   /// Whether rows of `state_dim` elements map onto the lanes this way.
   __host__ __device__ static constexpr bool supported(int state_dim) {
     const int units = state_dim / Unit;
     return state_dim % Unit == 0 && StageElems % state_dim == 0 && units >= 1 && units <= 32 &&
-           (units & (units - 1)) == 0;
+           (units & (units - 1)) == 0 && (RowLanes == 0 || units == RowLanes);
   }
-  __device__ unit_lanes(int state_dim, int lane) : units_per_row(state_dim / Unit) {
-    first_row = lane / units_per_row * rows;
-    first_unit = lane % units_per_row;
+  __device__ unit_lanes(int state_dim, int lane) : group(RowLanes > 0 ? RowLanes : state_dim / Unit) {
+    first_row = lane / units_per_row() * rows;
+    first_unit = lane % units_per_row();
   }
+  /// Lanes that share a row (the units of a row).
+  __device__ int units_per_row() const { return RowLanes > 0 ? RowLanes : group; }
   /// Row within the stage of the lane's i-th row.
   __device__ int row(int i) const { return first_row + i; }
   /// Index within the stage of the lane's unit of its i-th row.
-  __device__ int unit_index(int i) const { return row(i) * units_per_row + first_unit; }
+  __device__ int unit_index(int i) const { return row(i) * units_per_row() + first_unit; }
   /// First element within a row of the lane's unit.
   __device__ int column() const { return first_unit * Unit; }
   /// Sums the lane's partial sums `v` of its rows over the lanes of each row (`reduce_scatter`).
   template <int N>
   __device__ value_share row_sums(float (&v)[N]) const {
-    return reduce_scatter(v, units_per_row, first_unit);
+    return reduce_scatter(v, units_per_row(), first_unit);
   }
 };
+
+/// The state dimension whose row group `with_unit_lanes` compiles as a constant: Mamba-2's
+/// usual one (its reference models and the Nemotron-H, Codestral and Granite layers).
+inline constexpr int common_state_dim = 128;
+
+/// Calls `f(lanes)` with the `unit_lanes` of rows of `state_dim` elements (`supported`): lanes
+/// whose row group is a compile-time constant when `state_dim` is `common_state_dim`, else
+/// lanes that hold it at run time; what `f` runs (a stream loop) is compiled once for each.
+/// A constant group leaves the row sums' reduce-scatter its shuffles alone (a run-time one
+/// branches around each), which the instruction-bound steps of narrow formats feel; a
+/// constant for every group size compiled the loops four times over.
+template <int StageElems, int Unit, class F>
+__device__ void with_unit_lanes(int state_dim, int lane, F&& f) {
+  constexpr int common = common_state_dim / Unit;
+  if constexpr (common >= 1 && common <= 32 && unit_lanes<StageElems, Unit>::supported(common_state_dim)) {
+    if (state_dim == common_state_dim) {
+      f(unit_lanes<StageElems, Unit, common>(state_dim, lane));
+      return;
+    }
+  }
+  f(unit_lanes<StageElems, Unit>(state_dim, lane));
+}
 
 /// A warp's ring of `Stages` stages of `StageElems` elements of a head's state in `Format`.
 /// A stage is `Pieces` runs of consecutive elements (pieces), `piece_stride` elements apart
