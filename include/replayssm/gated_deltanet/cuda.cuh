@@ -9,7 +9,8 @@
 /// each request's drafts read in one pass over the state. More drafts, the snapshot baseline
 /// and the shapes the warp steps do not cover run the head step of the CPU path, one block
 /// per (request, value head). Commits and device error flags are shared by every recurrence
-/// (runtime/cuda_launch.cuh).
+/// (runtime/cuda_launch.cuh). The kernels are internal (`cuda::detail`); the steps below
+/// launch them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,6 +33,8 @@ namespace cuda {
 /// for the other replay steps.
 template <bool Streaming>
 using gdn_executor = basic_block_executor<gdn_row_lanes<Streaming>>;
+
+namespace detail {
 
 /// One block runs one value head of one request: a decode or verify step of the planned
 /// requests (`FlushesOnly`: of those planned to flush; a warp launch reads the others).
@@ -110,8 +113,6 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
     return gdn_snapshot_head_step<StateFormat, Act>(gdn_executor<true>{}, p, b, h, slot, scratch);
   });
 }
-
-namespace detail {
 
 /// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind` over every
 /// request (those planned so step; `wait`: `overlapping` for the launch right after the
@@ -272,7 +273,7 @@ template <class StateFormat, int Threads = decode_block_threads, class Act>
   if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/false); !s) return s;
   if (status s = detail::plan_requests<writeback_policy<StateFormat>, step_kind::decode>(p, stream); !s) return s;
   const size_t smem = gdn_scratch_layout::make(p.shape(), 0, p.tokens).bytes();
-  return detail::launch_head_blocks(gdn_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,
+  return detail::launch_head_blocks(detail::gdn_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,
                                     "gated_deltanet snapshot");
 }
 

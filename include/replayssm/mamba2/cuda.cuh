@@ -7,7 +7,8 @@
 /// side by side; a verify step reads every request with all its drafts after the flush); so does the snapshot baseline
 /// (a planner launch, then one flush launch that folds and stores the drafts in turn). Shapes the warp steps do not
 /// cover run the head step of the CPU path with `block_executor`, one block per (request, head). Commits and device
-/// error reports are shared by every recurrence (runtime/cuda_launch.cuh).
+/// error reports are shared by every recurrence (runtime/cuda_launch.cuh). The kernels are
+/// internal (`cuda::detail`); the steps below launch them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -24,6 +25,8 @@
 
 namespace replayssm {
 namespace cuda {
+
+namespace detail {
 
 /// One block runs one head of one request: a decode or verify step of the planned requests.
 template <class Policy, class Act, int Threads, step_kind Kind>
@@ -45,8 +48,6 @@ __global__ void __launch_bounds__(
     return mamba2_snapshot_head_step<StateFormat, Act>(block_executor{}, p, b, h, slot, scratch);
   });
 }
-
-namespace detail {
 
 /// Steps request `b` on the rows of one head that the warp at `at` runs (the body of
 /// `mamba2_warp_kernel`; its plan already checked): the stream started first, the step, the
@@ -90,8 +91,6 @@ __device__ void mamba2_warp_request(const mamba2_params<Act>& p, int32_t b, cons
 /// than the batch (`for_each_planned`): a replay decode step's flush.
 template <class Policy, bool Flush, step_kind Kind>
 inline constexpr bool flushes_planned_only = Flush && Kind == step_kind::decode && !Policy::is_writeback;
-
-}  // namespace detail
 
 /// The read (`Flush` false) or flush warp kernel of a step of `Kind` (a verify step's read
 /// takes up to `Tokens` drafts): each warp runs rows of one head of one request
@@ -163,8 +162,6 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<true>)
   warp::mamba2_warp_flush<step_kind::verify, Tokens>(stream, v.in, v.state, shape, plan, rows, smem, at.lane,
                                                      snapshots);
 }
-
-namespace detail {
 
 /// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind` (`wait`:
 /// `overlapping` for a launch that may run beside the one before it).

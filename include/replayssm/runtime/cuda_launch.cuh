@@ -406,8 +406,6 @@ __device__ request_check warp_check_request(const Params& p, int32_t b, int32_t 
   return request_check::of(share);
 }
 
-}  // namespace detail
-
 /// Plans every request of a step of `Kind` from its slot and cursors (`check_request`), one
 /// warp per request: a request with any error is reported and skipped on every head; the
 /// others read or flush on every head. The steps that follow read the plans, so that which
@@ -425,16 +423,12 @@ __global__ void plan_requests_kernel(const Params p) {
   detail::report(p, b, r.errors);
 }
 
-namespace detail {
-
 /// Checks the request plans and launches `plan_requests_kernel` over every request of `p`.
 template <class Policy, step_kind Kind, class Params>
 status plan_requests(const Params& p, cudaStream_t stream) {
   if (status s = check_request_plans(p); !s) return s;
   return launch_threads(plan_requests_kernel<Policy, Kind, Params>, int64_t(p.batch) * 32, stream, p);
 }
-
-}  // namespace detail
 
 /// Commits the accepted drafts of every request, all of its heads or none: one thread each.
 template <class Params>
@@ -451,13 +445,15 @@ __global__ void snapshot_commit_kernel(const Params p, int32_t* slot_indices, in
   if (b < p.batch) detail::report(p, b, snapshot_commit_request(p, slot_indices, snapshot_slots, b));
 }
 
+}  // namespace detail
+
 /// Commits `p.accepted_counts[b]` drafts of every request of any recurrence: moves the
 /// committed lengths on the device (a commit beyond the verified drafts is reported through
 /// `error_flags`).
 template <class Params>
 [[nodiscard]] status commit_drafts(const Params& p, cudaStream_t stream = nullptr) {
   if (status s = validate_commit(p, /*host_memory=*/false); !s) return s;
-  return detail::launch_threads(commit_drafts_kernel<Params>, p.batch, stream, p);
+  return detail::launch_threads(detail::commit_drafts_kernel<Params>, p.batch, stream, p);
 }
 
 /// The conventional commit: request b's slot becomes the snapshot slot of its last accepted
@@ -466,7 +462,8 @@ template <class Params>
 [[nodiscard]] status snapshot_commit(const Params& p, int32_t* slot_indices, int32_t* snapshot_slots,
                                      cudaStream_t stream = nullptr) {
   if (status s = validate_snapshot_commit(p, slot_indices, snapshot_slots, /*host_memory=*/false); !s) return s;
-  return detail::launch_threads(snapshot_commit_kernel<Params>, p.batch, stream, p, slot_indices, snapshot_slots);
+  return detail::launch_threads(detail::snapshot_commit_kernel<Params>, p.batch, stream, p, slot_indices,
+                                snapshot_slots);
 }
 
 /// Reads and clears a device report (synchronizes `stream`); an error status names the
