@@ -462,10 +462,10 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   const detail::warp_window<layout_t, Act> w{smem, layout_t::make(s)};
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
   detail::copy_window(w, entry, s, staged, lane);
+  const int32_t column = lanes_t(N, lane).column();
   float c[Tokens][U];
 #pragma unroll
-  for (int t = 0; t < Tokens; ++t)
-    detail::load_activations<U>(in.C.at(t < T ? t : 0) + lanes_t(N, lane).column(), c[t]);
+  for (int t = 0; t < Tokens; ++t) detail::load_activations<U>(in.C.at(t < T ? t : 0) + column, c[t]);
 
   const int32_t stage_rows = config::template stage_rows<false>(N);
   with_unit_lanes<config::read_stage, U>(N, lane, [&](const auto& lanes) {
@@ -573,16 +573,16 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
     auto decayed_stage = [&](int, const uint8_t* data, const uint8_t* scales, int32_t) {
       const float total = decay[0];
       detail::state_tile<I, U> t;
-  #pragma unroll
+#pragma unroll
       for (int i = 0; i < I; ++i) {
         const int u = lanes.unit_index(i);
-  #pragma unroll
+#pragma unroll
         for (int q = 0; q < U / Kc; ++q) {
           float v[Kc];
           const int chunk = u * (U / Kc) + q;
           ckpt_format::decode(data + chunk * ckpt_format::data_bytes_per_chunk,
                               scales + chunk * ckpt_format::scale_bytes_per_chunk, v);
-  #pragma unroll
+#pragma unroll
           for (int e = 0; e < Kc; ++e) t.v[i][q * Kc + e] = decayed_checkpoint(total, v[e]);
         }
       }
@@ -590,44 +590,44 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
     };
     auto fold_and_store = [&](int stage, detail::state_tile<I, U>& t) {
       const int32_t row0 = rows.first + stage * stage_rows + lanes.row(0);  // the lane's first row; its I rows follow
-  #pragma unroll
+#pragma unroll
       for (int f = 0; f < Tokens; ++f) {
         if (f >= folds) break;  // the same on every lane
         if (f > 0) {
           const float run_decay = decay[f];
-  #pragma unroll
+#pragma unroll
           for (int i = 0; i < I; ++i)
-  #pragma unroll
+#pragma unroll
             for (int e = 0; e < U; ++e) t.v[i][e] = decayed_checkpoint(run_decay, t.v[i][e]);
         }
-  #pragma unroll
+#pragma unroll
         for (int j = f * W; j < f * W + W; ++j) {
           float b[U], x[I];
           keys.load(j, b);
           load_scratch(weighted_x + j * Pp + row0, x);
-  #pragma unroll
+#pragma unroll
           for (int i = 0; i < I; ++i)
-  #pragma unroll
+#pragma unroll
             for (int e = 0; e < U; ++e) t.v[i][e] = fold_entry(t.v[i][e], x[i], b[e]);
         }
         float part[I];
-  #pragma unroll
+#pragma unroll
         for (int i = 0; i < I; ++i) {
           part[i] = 0.0f;
           if constexpr (outputs) {  // y from the state before it is stored
-  #pragma unroll
+#pragma unroll
             for (int e = 0; e < U; ++e) part[i] = math::fma(t.v[i][e], c[f][e], part[i]);
           }
           if (row0 + i >= end) continue;
           const uint32_t element = uint32_t((row0 + i) * N + column);  // unsigned: chunks by shifts
-  #pragma unroll
+#pragma unroll
           for (int q = 0; q < U / Kc; ++q) {
             float v[Kc];
-  #pragma unroll
+#pragma unroll
             for (int e = 0; e < Kc; ++e) v[e] = t.v[i][q * Kc + e];
             if constexpr (snapshot) {
               snapshots[f].template store_rounded<typename Policy::rounding>(int32_t(element / Kc) + q, v, key);
-  #pragma unroll
+#pragma unroll
               for (int e = 0; e < Kc; ++e) t.v[i][q * Kc + e] = v[e];
             } else {
               st.checkpoint.template store<typename Policy::rounding>(int32_t(element / Kc) + q, v, key);
@@ -635,10 +635,10 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
           }
           if constexpr (!Policy::shared_state) {
             // A separate read copy rounds to nearest (head_step.hpp says why).
-  #pragma unroll
+#pragma unroll
             for (int q = 0; q < U / Kr; ++q) {
               float v[Kr];
-  #pragma unroll
+#pragma unroll
               for (int e = 0; e < Kr; ++e) v[e] = t.v[i][q * Kr + e];
               st.read_copy.template store<round_nearest_even>(int32_t(element / Kr) + q, v, key);
             }
