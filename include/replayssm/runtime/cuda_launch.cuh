@@ -92,38 +92,56 @@ __device__ __forceinline__ request_plan plan_beside_previous(const Params& p, in
   return request_plan(__ldcg(reinterpret_cast<const int32_t*>(p.request_plans + b)));
 }
 
-/// The request of the batch that is the `n`-th (from 0) planned `wanted`, or -1 when fewer
-/// are: the lanes read the plans 32 at a time, past the L1 cache. Every lane calls it and
-/// receives it.
+/// A warp's place in a scan of the plans for the requests planned one way (`next_planned`):
+/// the word of 32 requests it resumes at, and how many such requests from that word's
+/// first it passes before the one it takes next.
+struct planned_scan {
+  int32_t first, skip;
+};
+
+/// The next request planned `wanted` at the scan's place `s`, which then moves `stride` such
+/// requests on, or -1 when none is left. The lanes read the plans, past the L1 cache, eight
+/// words of 32 requests at a time, their loads issued together (a warp of a launch that
+/// finds nothing to step waits for one round trip per 256 requests, not per 32). Every lane
+/// calls it and receives it.
 template <class Params>
-__device__ int32_t nth_planned(const Params& p, request_plan wanted, int32_t n, int32_t lane) {
-  for (int32_t first = 0; first < p.batch; first += 32) {
-    const int32_t b = first + lane;
-    const bool hit =
-        b < p.batch && request_plan(__ldcg(reinterpret_cast<const int32_t*>(p.request_plans + b))) == wanted;
-    const uint32_t hits = __ballot_sync(0xffffffffu, hit);
-    const int32_t count = __popc(hits);
-    if (n < count) return first + int32_t(__fns(hits, 0u, n + 1));
-    n -= count;
+__device__ int32_t next_planned(const Params& p, request_plan wanted, planned_scan& s, int32_t stride, int32_t lane) {
+  constexpr int words = 8;
+  for (; s.first < p.batch; s.first += 32 * words) {
+    uint32_t hits[words];
+#pragma unroll
+    for (int k = 0; k < words; ++k) {
+      const int32_t b = s.first + 32 * k + lane;
+      hits[k] = __ballot_sync(0xffffffffu, b < p.batch && request_plan(__ldcg(reinterpret_cast<const int32_t*>(
+                                                                p.request_plans + b))) == wanted);
+    }
+#pragma unroll
+    for (int k = 0; k < words; ++k) {
+      const int32_t count = __popc(hits[k]);
+      if (s.skip < count) {
+        const int32_t b = s.first + 32 * k + int32_t(__fns(hits[k], 0u, s.skip + 1));
+        s.first += 32 * k;
+        s.skip += stride;
+        return b;
+      }
+      s.skip -= count;
+    }
   }
   return -1;
 }
 
 /// Calls `step(b)` for each request planned `wanted`, in a launch right after the planner
 /// (launched `overlapping` it) over fewer request rows than the batch (`gridDim.y`, from
-/// `planned_rows`): the blocks of row r take the r-th, (r + rows)-th, ... such request.
-/// Waits for the plans first, then lets the launch after this one start: a launch over every
-/// request would keep it waiting while thousands of blocks of requests planned otherwise
-/// were scheduled only to return.
+/// `planned_rows`): the blocks of row r take the r-th, (r + rows)-th, ... such request, in
+/// one scan of the plans. Waits for the plans first, then lets the launch after this one
+/// start: a launch over every request would keep it waiting while thousands of blocks of
+/// requests planned otherwise were scheduled only to return.
 template <class Params, class Step>
 __device__ void for_each_planned(const Params& p, request_plan wanted, int32_t lane, Step&& step) {
   wait_for_plans();
   allow_next_launch();
-  for (int32_t n = int32_t(blockIdx.y);; n += int32_t(gridDim.y)) {
-    const int32_t b = nth_planned(p, wanted, n, lane);
-    if (b < 0) return;
-    step(b);
-  }
+  planned_scan s{0, int32_t(blockIdx.y)};
+  for (int32_t b; (b = next_planned(p, wanted, s, int32_t(gridDim.y), lane)) >= 0;) step(b);
 }
 
 /// What a warp launch waits for: every launch before it (`all_before`, a plain launch), or
