@@ -49,14 +49,13 @@ __global__ void __launch_bounds__(
   });
 }
 
-/// Steps request `b` on the rows of one head that the warp at `at` runs (the body of
-/// `mamba2_warp_kernel`; its plan already checked): the stream started first, the step, the
-/// cursor moved once every warp of the head is done.
+/// Steps request `b` on slot `slot` (`request_slot`), on the rows of one head that the warp
+/// at `at` runs (the body of `mamba2_warp_kernel`; its plan already checked): the stream
+/// started first, the step, the cursor moved once every warp of the head is done.
 template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind, int Tokens>
-__device__ void mamba2_warp_request(const mamba2_params<Act>& p, int32_t b, const warp_place& at, uint8_t* smem,
-                                    int32_t parts) {
+__device__ void mamba2_warp_request(const mamba2_params<Act>& p, int32_t b, int32_t slot, const warp_place& at,
+                                    uint8_t* smem, int32_t parts) {
   const int32_t lane = at.lane;
-  const int32_t slot = request_slot(p, b);
   if constexpr (Policy::is_writeback) {
     if (slot == p.pad_slot_id) return;
     if (slot < 0 || slot >= p.num_slots) {  // no stream: the slot names no state
@@ -110,19 +109,21 @@ __global__ void __launch_bounds__(warp_step_threads,
   const detail::warp_place at(parts);
   if (at.h >= p.heads) return;
   uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
-  auto step = [&](int32_t b) {
-    detail::mamba2_warp_request<Policy, Act, Engine, Flush, Kind, Tokens>(p, b, at, smem, parts);
+  auto step = [&](int32_t b, int32_t slot) {
+    detail::mamba2_warp_request<Policy, Act, Engine, Flush, Kind, Tokens>(p, b, slot, at, smem, parts);
   };
   if constexpr (detail::flushes_planned_only<Policy, Flush, Kind>) {
-    detail::for_each_planned(p, request_plan::flush, at.lane, step);
+    detail::for_each_planned(p, request_plan::flush, at.lane, [&](int32_t b) { step(b, request_slot(p, b)); });
   } else {
+    // The slot is loaded beside the plan, not after it: the stream starts a round trip sooner.
+    const int32_t slot = request_slot(p, at.b);
     if constexpr (!Policy::is_writeback) {
       const request_plan planned = Flush ? detail::plan_after_planner(p, at.b) : detail::plan_beside_previous(p, at.b);
       if (Kind == step_kind::verify && !Flush ? planned == request_plan::skip
                                               : planned != (Flush ? request_plan::flush : request_plan::read))
         return;
     }
-    step(at.b);
+    step(at.b, slot);
   }
 }
 
