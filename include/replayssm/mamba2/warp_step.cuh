@@ -547,20 +547,26 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
   const detail::flush_keys<E, U, Act, layout_t::keys_in_registers> keys(entry, w, column, F);
 
   // The coefficients and the weighted x_j must be ready before the first stage folds; rows
-  // past the head are zeros, so that every lane folds whole runs of rows. Every stage folds
-  // all W entries of a run without a branch, so that the loads of the next entries issue
-  // early: an entry past the window's end (a first window shortened by its phase) has
-  // weighted x -0 and keys 0, and s + (-0) * 0 = s for every s, +-0 included, as if it were
-  // not folded.
+  // past the head (every lane folds whole runs of rows) fold the last row's, and are never
+  // stored. Every stage folds all W entries of a run without a branch, so that the loads of
+  // the next entries issue early: an entry past the window's end (a first window shortened
+  // by its phase) has weighted x -0 and keys 0, and s + (-0) * 0 = s for every s, +-0
+  // included, as if it were not folded.
   detail::stage_decays(w, in, plan, staged, lane);
   detail::flush_coefficients(w, F, folds, lane);
   const int32_t Pp = int32_t(w.l.padded_rows);
   float* weighted_x = w.floats(w.l.weighted_x);
   const float* decay = w.floats(w.l.decay);
-  for (int32_t j = 0; j < E; ++j) {
-    const float coef = j < F ? w.floats(w.l.coef)[j] : 0.0f;
-    for (int32_t p = lane; p < Pp; p += 32)
-      weighted_x[j * Pp + p] = j >= F ? -0.0f : p < P ? weighted_value(coef, to_float(w.x(j)[p])) : 0.0f;
+  float coef[E];  // entries past F: their coefficients and rows are read and discarded
+  load_scratch(w.floats(w.l.coef), coef);
+  for (int32_t p = lane; p < Pp; p += 32) {
+    // Entry j's row p at x + j * pitch and at out + j * Pp. A row past the head folds a copy
+    // of the last, never stored.
+    const uint8_t* x = reinterpret_cast<const uint8_t*>(w.x(0) + (p < P ? p : P - 1));
+    float* out = weighted_x + p;
+#pragma unroll
+    for (int j = 0; j < E; ++j, x += w.l.x_pitch, out += Pp)
+      *out = j >= F ? -0.0f : weighted_value(coef[j], to_float(*reinterpret_cast<const Act*>(x)));
   }
   __syncwarp();
 
