@@ -112,8 +112,9 @@ __device__ int32_t next_planned(const Params& p, request_plan wanted, planned_sc
 #pragma unroll
     for (int k = 0; k < words; ++k) {
       const int32_t b = s.first + 32 * k + lane;
-      hits[k] = __ballot_sync(0xffffffffu, b < p.batch && request_plan(__ldcg(reinterpret_cast<const int32_t*>(
-                                                                p.request_plans + b))) == wanted);
+      hits[k] = __ballot_sync(
+          0xffffffffu,
+          b < p.batch && request_plan(__ldcg(reinterpret_cast<const int32_t*>(p.request_plans + b))) == wanted);
     }
 #pragma unroll
     for (int k = 0; k < words; ++k) {
