@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(warp_step_threads,
   if constexpr (detail::flushes_planned_only<Policy, Flush, Kind>) {
     detail::for_each_planned(p, request_plan::flush, at.lane, [&](int32_t b) { step(b, request_slot(p, b)); });
   } else {
-    // The slot is loaded beside the plan, not after it: the stream starts a round trip sooner.
+    // The slot is loaded beside the plan, not after it, so that the two loads overlap.
     const int32_t slot = request_slot(p, at.b);
     if constexpr (!Policy::is_writeback) {
       const request_plan planned = Flush ? detail::plan_after_planner(p, at.b) : detail::plan_beside_previous(p, at.b);
