@@ -312,20 +312,39 @@ __device__ void key_dots(const warp_window<Layout, Act>& w, int32_t N, int32_t c
   __syncwarp();
 }
 
-/// Waits for `copy_window`, then forms the staged entries' step sizes and log decays (entry
-/// first + j at j). Ends with a `__syncwarp`.
+/// The raw step sizes of a step's tokens among the staged entries, a lane's entries (lane,
+/// lane + 32, ...) each: loaded right after `copy_window` is issued, so that their latency
+/// overlaps the stream's and the copies' rather than following them.
+template <class Layout>
+struct token_steps {
+  static constexpr int passes = (Layout::entries + 31) / 32;  // entries per lane at most
+  float raw[passes];
+  template <class Act>
+  __device__ token_steps(const mamba2_head_inputs<Act>& in, const step_plan& plan, staged_entries e, int lane) {
+#pragma unroll
+    for (int k = 0; k < passes; ++k) {
+      const int32_t j = lane + 32 * k, entry = e.first + j;
+      raw[k] = j < e.count && entry >= plan.length ? to_float(in.dt.at(entry - plan.length)[0]) : 0.0f;
+    }
+  }
+};
+
+/// Waits for `copy_window`, then forms the staged entries' step sizes (the window's as
+/// copied, the tokens' from `tokens`) and log decays (entry first + j at j). Ends with a
+/// `__syncwarp`.
 template <class Layout, class Act>
 __device__ void stage_decays(const warp_window<Layout, Act>& w, const mamba2_head_inputs<Act>& in,
-                             const step_plan& plan, staged_entries e, int lane) {
+                             const step_plan& plan, staged_entries e, const token_steps<Layout>& tokens, int lane) {
   lanes_wait<0>();
   __syncwarp();
   float* dt = w.floats(w.l.dt);
   float* log_decay = w.floats(w.l.log_decay);
-  for (int32_t j = lane; j < e.count; j += 32) {
-    const int32_t entry = e.first + j;
-    const float step = entry < plan.length
-                           ? w.floats(w.l.window_dt)[j]
-                           : mamba2::step_size(to_float(in.dt.at(entry - plan.length)[0]), in.dt_bias, in.dt_softplus);
+#pragma unroll
+  for (int k = 0; k < token_steps<Layout>::passes; ++k) {
+    const int32_t j = lane + 32 * k, entry = e.first + j;
+    if (j >= e.count) break;
+    const float step =
+        entry < plan.length ? w.floats(w.l.window_dt)[j] : mamba2::step_size(tokens.raw[k], in.dt_bias, in.dt_softplus);
     dt[j] = step;
     log_decay[j] = mamba2::log_decay(step, in.A);
   }
@@ -462,6 +481,7 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   const detail::warp_window<layout_t, Act> w{smem, layout_t::make(s)};
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
   detail::copy_window(w, entry, s, staged, lane);
+  const detail::token_steps<layout_t> token_steps(in, plan, staged, lane);
   const int32_t column = lanes_t(N, lane).column();
   float c[Tokens][U];
 #pragma unroll
@@ -489,7 +509,7 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   });
 
   const int32_t seen0 = L + 1 - F;  // entries the first token sees, itself included
-  detail::stage_decays(w, in, plan, staged, lane);
+  detail::stage_decays(w, in, plan, staged, token_steps, lane);
   detail::key_dots<W>(w, N, staged.count, T, lane);
   detail::query_coefficients<W>(w, seen0, T, lane);
   detail::write_outputs<W>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), lane);
@@ -499,9 +519,9 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
     Act* x = st.window_x + ring * st.window_x_stride;
     for (int32_t p = rows.first + lane; p < end; p += 32) x[p] = w.x(row)[p];
     if (rows.first == 0) {
-      if (st.appends_key) {
+      if (st.appends_key) {  // from its staged row: a load from global memory here ends the step a trip later
         Act* B = st.window_B + ring * st.window_B_stride;
-        for (int32_t n = lane; n < N; n += 32) B[n] = in.B.at(t)[n];
+        for (int32_t n = lane; n < N; n += 32) B[n] = w.B(row)[n];
       }
       if (lane == 0) st.window_dt[ring * st.window_dt_stride] = w.floats(w.l.dt)[row];
     }
@@ -538,6 +558,7 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
   const detail::warp_window<layout_t, Act> w{smem, layout_t::make(s)};
   const detail::entry_rows<Policy, Act> entry{in, st, plan};
   detail::copy_window(w, entry, s, staged, lane);
+  const detail::token_steps<layout_t> token_steps(in, plan, staged, lane);
   const int32_t column = lanes_t(N, lane).column();
   float c[Tokens][U] = {};
   if constexpr (outputs) {
@@ -552,7 +573,7 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
   // the next entries issue early: an entry past the window's end (a first window shortened
   // by its phase) has weighted x -0 and keys 0, and s + (-0) * 0 = s for every s, +-0
   // included, as if it were not folded.
-  detail::stage_decays(w, in, plan, staged, lane);
+  detail::stage_decays(w, in, plan, staged, token_steps, lane);
   detail::flush_coefficients(w, F, folds, lane);
   const int32_t Pp = int32_t(w.l.padded_rows);
   float* weighted_x = w.floats(w.l.weighted_x);
