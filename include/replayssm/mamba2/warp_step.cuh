@@ -119,14 +119,18 @@ struct mamba2_warp_layout {
   /// Whether a flush lane keeps the entries' keys B_j of its unit's columns in registers
   /// (64 floats at most), rather than reading them from the warp's shared memory per stage.
   static constexpr bool keys_in_registers = entries * config::flush_unit <= 64;
-  /// Whether the entries' B rows are staged here: a read step's always (copied while the
-  /// state streams, their dots with C formed after it, so that no key load stalls the
-  /// stream), a flush's when its keys exceed its registers.
-  static constexpr bool stages_keys = !Flush || !keys_in_registers;
+  /// Whether the entries' B rows and the tokens' C rows are staged here for a read step's key
+  /// dots: a verify step's (its drafts' dots, formed after the stream), not a decode step's,
+  /// which loads its keys into registers and forms its dots before the stream is consumed, so
+  /// that its shared memory, which sets the warps per SM, does not grow with the window.
+  static constexpr bool stages_key_dots = !Flush && Tokens > 1;
+  /// Whether the entries' B rows are staged here: for a verify step's key dots, and for a
+  /// flush whose keys exceed its registers.
+  static constexpr bool stages_keys = Flush ? !keys_in_registers : stages_key_dots;
   /// Whether keys past the staged entries are zeros (a flush folds whole runs of entries).
   static constexpr bool pads_keys = Flush && stages_keys;
-  /// Whether the tokens' C rows are staged here (a read step's key dots).
-  static constexpr bool stages_queries = !Flush;
+  /// Whether the tokens' C rows are staged here.
+  static constexpr bool stages_queries = stages_key_dots;
   static constexpr uint32_t stream_bytes =
       Flush ? sizeof(typename config::template flush_stream<copy_engine::bulk>::TempStorage)
             : sizeof(typename config::template read_stream<copy_engine::bulk, Tokens>::TempStorage);
@@ -276,16 +280,26 @@ __device__ void copy_window(const warp_window<Layout, Act>& w, const entry_rows<
   lanes_commit();
 }
 
-/// The dots B_i . C_t of the `count` staged entries with the staged C of the first `tokens`
-/// tokens into the warp's `weight` floats at [t * W + i] (the window coefficients multiply
-/// them later), from the rows `copy_window` staged (after `stage_decays`): each lane takes 4
-/// consecutive columns of every 128, and the warp reduce-scatters the sums, a group of
-/// entries at a time (a decode step's whole window is one group). Ends with a `__syncwarp`.
-template <int W, class Layout, class Act>
-__device__ void key_dots(const warp_window<Layout, Act>& w, int32_t N, int32_t count, int32_t tokens, int lane) {
-  constexpr int T = Layout::tokens;
-  constexpr int G = W * T <= 32 ? W : (32 / T > 0 ? 32 / T : 1);  // entries per group: 32 sums at most
-  float* weight = w.floats(w.l.weight);
+/// The key and query rows of a step's entries in global memory: entry first + j's B, token
+/// t's C (`warp_window` has the same two for the rows it staged).
+template <class Policy, class Act>
+struct global_keys {
+  const entry_rows<Policy, Act>& entry;
+  int32_t first;
+  __device__ const Act* B(int32_t j) const { return entry.B(first + j); }
+  __device__ const Act* C(int32_t t) const { return entry.in.C.at(t); }
+};
+
+/// The dots B_i . C_t of `count` entries with the C of the first `tokens` of `T` tokens into
+/// `weight` at [t * W + i] (the window coefficients multiply them later), from `rows` (their
+/// `B(i)` and `C(t)`: staged by `copy_window`, then after `stage_decays`; or `global_keys`):
+/// each lane takes 4 consecutive columns of every 128, and the warp reduce-scatters the sums,
+/// a group of entries at a time (a decode step's whole window is one group, its loads in
+/// flight together). Ends with a `__syncwarp`.
+template <int W, int T, class Rows>
+__device__ void key_dots(const Rows& rows, float* weight, int32_t N, int32_t count, int32_t tokens, int lane) {
+  // Entries per group: 32 sums and 16 keys (64 registers, their loads in flight together) at most.
+  constexpr int by_sums = W < 32 / T ? W : 32 / T, G = by_sums < 16 ? by_sums : 16;
   for (int32_t g0 = 0; g0 < count; g0 += G) {
     float dot[T * G];
 #pragma unroll
@@ -293,10 +307,10 @@ __device__ void key_dots(const warp_window<Layout, Act>& w, int32_t N, int32_t c
     for (int32_t n = lane * 4; n < N; n += 128) {
       float c[T][4], b[G][4];
 #pragma unroll
-      for (int t = 0; t < T; ++t) load_activations<4>(w.C(t < tokens ? t : 0) + n, c[t]);
-      // Entries past the staged ones load the last one again and are not stored: no branch.
+      for (int t = 0; t < T; ++t) load_activations<4>(rows.C(t < tokens ? t : 0) + n, c[t]);
+      // Entries past the step's load the last one again and are not stored: no branch.
 #pragma unroll
-      for (int j = 0; j < G; ++j) load_activations<4>(w.B(g0 + j < count ? g0 + j : count - 1) + n, b[j]);
+      for (int j = 0; j < G; ++j) load_activations<4>(rows.B(g0 + j < count ? g0 + j : count - 1) + n, b[j]);
 #pragma unroll
       for (int t = 0; t < T; ++t)
 #pragma unroll
@@ -486,6 +500,9 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   float c[Tokens][U];
 #pragma unroll
   for (int t = 0; t < Tokens; ++t) detail::load_activations<U>(in.C.at(t < T ? t : 0) + column, c[t]);
+  if constexpr (!layout_t::stages_key_dots)
+    detail::key_dots<W, Tokens>(detail::global_keys<Policy, Act>{entry, F}, w.floats(w.l.weight), N, staged.count,
+                                T, lane);
 
   const int32_t stage_rows = config::template stage_rows<false>(N);
   with_unit_lanes<config::read_stage, U>(N, lane, [&](const auto& lanes) {
@@ -510,7 +527,7 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
 
   const int32_t seen0 = L + 1 - F;  // entries the first token sees, itself included
   detail::stage_decays(w, in, plan, staged, token_steps, lane);
-  detail::key_dots<W>(w, N, staged.count, T, lane);
+  if constexpr (layout_t::stages_key_dots) detail::key_dots<W, Tokens>(w, w.floats(w.l.weight), N, staged.count, T, lane);
   detail::query_coefficients<W>(w, seen0, T, lane);
   detail::write_outputs<W>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), lane);
 
@@ -519,9 +536,9 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
     Act* x = st.window_x + ring * st.window_x_stride;
     for (int32_t p = rows.first + lane; p < end; p += 32) x[p] = w.x(row)[p];
     if (rows.first == 0) {
-      if (st.appends_key) {  // from its staged row: a load from global memory here ends the step a trip later
+      if (st.appends_key) {
         Act* B = st.window_B + ring * st.window_B_stride;
-        for (int32_t n = lane; n < N; n += 32) B[n] = w.B(row)[n];
+        for (int32_t n = lane; n < N; n += 32) B[n] = entry.B(F + row)[n];
       }
       if (lane == 0) st.window_dt[ring * st.window_dt_stride] = w.floats(w.l.dt)[row];
     }
