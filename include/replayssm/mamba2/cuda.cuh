@@ -88,42 +88,53 @@ __device__ void mamba2_warp_request(const mamba2_params<Act>& p, int32_t b, int3
 
 /// Whether a warp launch steps only the requests planned to flush, over fewer request rows
 /// than the batch (`for_each_planned`): a replay decode step's flush.
-template <class Policy, bool Flush, step_kind Kind>
-inline constexpr bool flushes_planned_only = Flush && Kind == step_kind::decode && !Policy::is_writeback;
+template <class Policy, warp_launch Launch, step_kind Kind>
+inline constexpr bool flushes_planned_only =
+    Kind == step_kind::decode && !Policy::is_writeback && Launch == warp_launch::flush;
 
-/// The read (`Flush` false) or flush warp kernel of a step of `Kind` (a verify step's read
-/// takes up to `Tokens` drafts): each warp runs rows of one head of one request
+/// The warp kernel of a step of `Kind` that steps the requests `Launch` names (a verify
+/// step's read takes up to `Tokens` drafts): each warp runs rows of one head of one request
 /// (`detail::warp_place`); the warps of one head meet at one barrier before the cursor
 /// moves. Replay steps run the requests planned so: a decode step's flush launch takes
 /// the flushing requests in turn over a few request rows (`for_each_planned`), its read
-/// launch every request that reads; a verify step reads every request it steps, after the
-/// flush of those planned to flush. A write-back step flushes every request, each warp
-/// checking the whole request itself while its stream fills (a planner launch would add its
-/// latency to every write-back step).
-template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode,
+/// launch every request that reads, or one launch each request as planned; a verify step
+/// reads every request it steps, after the flush of those planned to flush. A write-back
+/// step flushes every request, each warp checking the whole request itself while its stream
+/// fills (a planner launch would add its latency to every write-back step).
+template <class Policy, class Act, warp::copy_engine Engine, warp_launch Launch, step_kind Kind = step_kind::decode,
           int Tokens = 1>
-__global__ void __launch_bounds__(warp_step_threads,
-                                  warp_step_min_blocks<(Flush && !Policy::is_writeback) || (Tokens > 4)>)
+__global__ void __launch_bounds__(
+    warp_step_threads, warp_step_min_blocks<(Launch != warp_launch::read && !Policy::is_writeback) || (Tokens > 4)>)
     mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   extern __shared__ float4 warp_storage[];
   const detail::warp_place at(parts);
   if (at.h >= p.heads) return;
   uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
-  auto step = [&](int32_t b, int32_t slot) {
-    detail::mamba2_warp_request<Policy, Act, Engine, Flush, Kind, Tokens>(p, b, slot, at, smem, parts);
+  auto step = [&](auto flush, int32_t b, int32_t slot) {
+    detail::mamba2_warp_request<Policy, Act, Engine, decltype(flush)::value, Kind, Tokens>(p, b, slot, at, smem, parts);
   };
-  if constexpr (detail::flushes_planned_only<Policy, Flush, Kind>) {
-    detail::for_each_planned(p, request_plan::flush, at.lane, [&](int32_t b) { step(b, request_slot(p, b)); });
+  constexpr std::true_type flush;
+  constexpr std::false_type read;
+  if constexpr (detail::flushes_planned_only<Policy, Launch, Kind>) {
+    detail::for_each_planned(p, request_plan::flush, at.lane, [&](int32_t b) { step(flush, b, request_slot(p, b)); });
+  } else if constexpr (Policy::is_writeback) {
+    step(flush, at.b, request_slot(p, at.b));
   } else {
     // The slot is loaded beside the plan, not after it, so that the two loads overlap.
     const int32_t slot = request_slot(p, at.b);
-    if constexpr (!Policy::is_writeback) {
-      const request_plan planned = Flush ? detail::plan_after_planner(p, at.b) : detail::plan_beside_previous(p, at.b);
-      if (Kind == step_kind::verify && !Flush ? planned == request_plan::skip
-                                              : planned != (Flush ? request_plan::flush : request_plan::read))
-        return;
+    const request_plan planned =
+        Launch == warp_launch::read ? detail::plan_beside_previous(p, at.b) : detail::plan_after_planner(p, at.b);
+    if (planned == request_plan::skip) return;
+    if constexpr (Launch == warp_launch::planned) {
+      if (planned == request_plan::flush)
+        step(flush, at.b, slot);
+      else
+        step(read, at.b, slot);
+    } else if (Kind == step_kind::verify && Launch == warp_launch::read) {
+      step(read, at.b, slot);  // every request stepped, after the flush of those planned to flush
+    } else if (planned == (Launch == warp_launch::flush ? request_plan::flush : request_plan::read)) {
+      step(std::bool_constant<Launch == warp_launch::flush>{}, at.b, slot);
     }
-    step(at.b, slot);
   }
 }
 
@@ -164,16 +175,29 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<true>)
                                                      snapshots);
 }
 
-/// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind` (`wait`:
-/// `overlapping` for a launch that may run beside the one before it).
-template <class Policy, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode, int Tokens = 1,
-          class Act>
+/// Shared memory per warp of a launch of `Launch`: the read or the flush layout's, or the
+/// larger of the two where each warp takes either.
+template <class Policy, class Act, warp_launch Launch, int Tokens>
+uint32_t warp_launch_bytes(mamba2_layer_shape s) {
+  using read = warp::mamba2_warp_layout<Policy, Act, false, Tokens>;
+  if constexpr (Launch == warp_launch::read) {
+    return read::make(s).bytes;
+  } else {
+    const uint32_t flush = warp::mamba2_warp_layout<Policy, Act, true, Tokens>::make(s).bytes;
+    return Launch == warp_launch::flush ? flush : std::max(flush, read::make(s).bytes);
+  }
+}
+
+/// Launches the warp kernel of a step of `Kind` that steps the requests `Launch` names
+/// (`wait`: `overlapping` for a launch that may run beside the one before it).
+template <class Policy, warp::copy_engine Engine, warp_launch Launch, step_kind Kind = step_kind::decode,
+          int Tokens = 1, class Act>
 status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream,
                         launch_wait wait = launch_wait::all_before) {
-  return launch_warp_kernel(mamba2_warp_kernel<Policy, Act, Engine, Flush, Kind, Tokens>,
-                            warp::mamba2_warp_layout<Policy, Act, Flush, Tokens>::make(p.shape()).bytes, p, d, stream,
-                            "mamba2", warp_step_threads / 32, wait,
-                            flushes_planned_only<Policy, Flush, Kind> ? Policy::window : 1);
+  return launch_warp_kernel(mamba2_warp_kernel<Policy, Act, Engine, Launch, Kind, Tokens>,
+                            warp_launch_bytes<Policy, Act, Launch, Tokens>(p.shape()), p, d, stream, "mamba2",
+                            warp_step_threads / 32, wait,
+                            flushes_planned_only<Policy, Launch, Kind> ? Policy::window : 1);
 }
 
 /// Launches the snapshot baseline's warp kernel for up to `Tokens` drafts.
@@ -201,22 +225,35 @@ bool bulk_copies_fit(const mamba2_params<Act>& p, const device_limits& d) {
 /// A step of `Kind` on the warp kernels with the copy engine `Engine` (validated params): the
 /// plans, then the flush and the read launches; a write-back step is one flush launch. A
 /// decode step's read launch runs beside its flush launch (they step different requests),
-/// so that the flushes of staggered windows cost the read step little. A verify step
+/// so that the flushes of staggered windows cost the read step little; where every warp of
+/// the step fits on the device at once (a small batch), one launch reads or flushes each
+/// request as planned. A verify step
 /// flushes first (the committed entries of the requests whose drafts would not fit), then
 /// reads every request with its drafts from the new state, in a kernel for up to 4 or up to 8.
 template <class Policy, warp::copy_engine Engine, step_kind Kind, class Act>
 status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   if constexpr (Policy::is_writeback) {
-    return launch_warp_step<Policy, Engine, true>(p, d, stream);
+    return launch_warp_step<Policy, Engine, warp_launch::flush>(p, d, stream);
   } else if constexpr (Kind == step_kind::decode) {
     if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
-    if (status s = launch_warp_step<Policy, Engine, true>(p, d, stream, launch_wait::overlapping); !s) return s;
-    return launch_warp_step<Policy, Engine, false>(p, d, stream, launch_wait::overlapping);
+    bool one_launch = false;
+    if (status s =
+            warps_fit_at_once(mamba2_warp_kernel<Policy, Act, Engine, warp_launch::planned>,
+                              warp_launch_bytes<Policy, Act, warp_launch::planned, 1>(p.shape()), p, d, one_launch);
+        !s)
+      return s;
+    if (one_launch)
+      return launch_warp_step<Policy, Engine, warp_launch::planned>(p, d, stream, launch_wait::overlapping);
+    if (status s = launch_warp_step<Policy, Engine, warp_launch::flush>(p, d, stream, launch_wait::overlapping); !s)
+      return s;
+    return launch_warp_step<Policy, Engine, warp_launch::read>(p, d, stream, launch_wait::overlapping);
   } else {
     if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
-    if (status s = launch_warp_step<Policy, Engine, true, Kind>(p, d, stream, launch_wait::overlapping); !s) return s;
-    return p.tokens <= 4 ? launch_warp_step<Policy, Engine, false, Kind, 4>(p, d, stream)
-                         : launch_warp_step<Policy, Engine, false, Kind, max_draft_tokens>(p, d, stream);
+    if (status s = launch_warp_step<Policy, Engine, warp_launch::flush, Kind>(p, d, stream, launch_wait::overlapping);
+        !s)
+      return s;
+    return p.tokens <= 4 ? launch_warp_step<Policy, Engine, warp_launch::read, Kind, 4>(p, d, stream)
+                         : launch_warp_step<Policy, Engine, warp_launch::read, Kind, max_draft_tokens>(p, d, stream);
   }
 }
 

@@ -501,8 +501,8 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
 #pragma unroll
   for (int t = 0; t < Tokens; ++t) detail::load_activations<U>(in.C.at(t < T ? t : 0) + column, c[t]);
   if constexpr (!layout_t::stages_key_dots)
-    detail::key_dots<W, Tokens>(detail::global_keys<Policy, Act>{entry, F}, w.floats(w.l.weight), N, staged.count,
-                                T, lane);
+    detail::key_dots<W, Tokens>(detail::global_keys<Policy, Act>{entry, F}, w.floats(w.l.weight), N, staged.count, T,
+                                lane);
 
   const int32_t stage_rows = config::template stage_rows<false>(N);
   with_unit_lanes<config::read_stage, U>(N, lane, [&](const auto& lanes) {
@@ -527,7 +527,8 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
 
   const int32_t seen0 = L + 1 - F;  // entries the first token sees, itself included
   detail::stage_decays(w, in, plan, staged, token_steps, lane);
-  if constexpr (layout_t::stages_key_dots) detail::key_dots<W, Tokens>(w, w.floats(w.l.weight), N, staged.count, T, lane);
+  if constexpr (layout_t::stages_key_dots)
+    detail::key_dots<W, Tokens>(w, w.floats(w.l.weight), N, staged.count, T, lane);
   detail::query_coefficients<W>(w, seen0, T, lane);
   detail::write_outputs<W>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), lane);
 

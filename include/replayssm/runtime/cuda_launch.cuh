@@ -153,6 +153,12 @@ __device__ void for_each_planned(const Params& p, request_plan wanted, int32_t l
 /// decode step's read launch runs beside its flush launch.
 enum class launch_wait { all_before, overlapping };
 
+/// Which requests the warps of a step's launch step, and how: those planned to read, those
+/// planned to flush, or (`planned`) each request as planned, reading or flushing: a small
+/// batch's one launch after the planner, whose warps all fit on the device at once, so that
+/// a step with few heads waits for one launch rather than two.
+enum class warp_launch { read, flush, planned };
+
 inline status cuda_error(const char* what, cudaError_t e) {
   return status::error(std::string("replayssm: ") + what + ": " + cudaGetErrorString(e));
 }
@@ -299,6 +305,18 @@ status prepare_warp_kernel(Kernel kernel, const device_limits& d, uint32_t warp_
       !s)
     return s;
   g = choose_warp_geometry(resident, d, heads, max_parts);
+  return {};
+}
+
+/// Whether every warp of a launch of `kernel` (`warp_bytes` of shared memory per warp) over
+/// every (request, head) of `p` is resident on the device at once, in the geometry the
+/// launch takes (`prepare_warp_kernel`): a small batch.
+template <class Kernel, class Params>
+status warps_fit_at_once(Kernel kernel, uint32_t warp_bytes, const Params& p, const device_limits& d, bool& fits) {
+  warp_geometry g;
+  const int64_t heads = int64_t(p.batch) * p.heads;
+  if (status s = prepare_warp_kernel(kernel, d, warp_bytes, heads, "mamba2", g); !s) return s;
+  fits = heads * g.parts <= int64_t(g.resident_warps) * d.multiprocessors;
   return {};
 }
 

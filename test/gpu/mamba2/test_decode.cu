@@ -22,6 +22,12 @@ TEST_CASE("gpu mamba2 replay matches the reference at a batch of many blocks", "
   gpu_mamba2_scenario<replay_policy<1, fp32_format>, bfloat16_t>({{4, 16, 32, 2}, 70, 91, true, true, 13}, 8, false);
 }
 
+TEST_CASE("gpu mamba2 replay matches the reference at a batch beyond one launch", "[gpu][mamba2][decode]") {
+  // 240 requests x 16 heads: more warps than the device holds at once, so that a step runs
+  // its flush and read launches side by side (the batches above take one launch).
+  gpu_mamba2_scenario<replay_policy<8, fp32_format>, float>({{16, 16, 32, 2}, 240, 300, true, true, 18}, 4, true);
+}
+
 TEST_CASE("gpu mamba2 warp steps at the edges of their shapes", "[gpu][mamba2][decode]") {
   // State dims 16 (four lanes per row) and 256 (16-bit: 32 lanes per row; FP32: the block
   // kernels), an odd head dim (rows copied byte by byte: not 16-byte aligned).
