@@ -5,8 +5,9 @@
 /// streams through the warp's ring (warp/state_stream.cuh), started before any other load;
 /// meanwhile the entries' x rows (and a read step's keys B_j and queries C) are copied
 /// asynchronously into the warp's shared memory, so that no register waits on them while
-/// the stream is consumed (a flush holds its columns of the keys in registers); the window
-/// term comes after the stream. No block barrier: every warp is independent.
+/// the stream is consumed (a flush holds its columns of the keys in registers, and a decode
+/// read of a window past 16 dots its keys from registers before the stream, so that its
+/// shared memory does not grow with the window); the window term comes after the stream. No block barrier: every warp is independent.
 ///
 /// Two steps, each a launch of its own in the ready-made kernels (mamba2/cuda.cuh):
 ///  - read (`mamba2_warp_read`): a window that does not fill; y from the read copy and the
@@ -120,10 +121,11 @@ struct mamba2_warp_layout {
   /// (64 floats at most), rather than reading them from the warp's shared memory per stage.
   static constexpr bool keys_in_registers = entries * config::flush_unit <= 64;
   /// Whether the entries' B rows and the tokens' C rows are staged here for a read step's key
-  /// dots: a verify step's (its drafts' dots, formed after the stream), not a decode step's,
-  /// which loads its keys into registers and forms its dots before the stream is consumed, so
-  /// that its shared memory, which sets the warps per SM, does not grow with the window.
-  static constexpr bool stages_key_dots = !Flush && Tokens > 1;
+  /// dots, formed after the stream: a verify step's (its drafts' dots), and a decode step's of
+  /// a window of up to 16. A longer window's staged keys would take warps per SM from the
+  /// stream (its shared memory sets them), which costs more than the wait on keys loaded into
+  /// registers and dotted before the stream is consumed.
+  static constexpr bool stages_key_dots = !Flush && (Tokens > 1 || window <= 16);
   /// Whether the entries' B rows are staged here: for a verify step's key dots, and for a
   /// flush whose keys exceed its registers.
   static constexpr bool stages_keys = Flush ? !keys_in_registers : stages_key_dots;
@@ -294,8 +296,7 @@ struct global_keys {
 /// `weight` at [t * W + i] (the window coefficients multiply them later), from `rows` (their
 /// `B(i)` and `C(t)`: staged by `copy_window`, then after `stage_decays`; or `global_keys`):
 /// each lane takes 4 consecutive columns of every 128, and the warp reduce-scatters the sums,
-/// a group of entries at a time (a decode step's whole window is one group, its loads in
-/// flight together). Ends with a `__syncwarp`.
+/// a group of up to 16 entries at a time (their loads in flight together). Ends with a `__syncwarp`.
 template <int W, int T, class Rows>
 __device__ void key_dots(const Rows& rows, float* weight, int32_t N, int32_t count, int32_t tokens, int lane) {
   // Entries per group: 32 sums and 16 keys (64 registers, their loads in flight together) at most.
