@@ -210,26 +210,46 @@ struct warp_window {
 // Where entry j of a step lies (x, B, step size): the head step's own definition.
 using replayssm::detail::entry_rows;
 
-/// `U` consecutive activations at `from` as floats: one vector load where they fill 8 or 16
-/// aligned bytes (a scalar load each took several instructions per key of a flush).
-template <int U, class Act>
-__device__ void load_activations(const Act* from, float (&out)[U]) {
+/// `U` consecutive activations of each of `K` rows (row k's at `row(k)`) as floats, the K
+/// loads issued before any is converted, so that they are in flight together (a branch per
+/// row kept each load's wait apart: a flush's 16 keys took 16 round trips). One vector load
+/// per row where every row's fill 8 or 16 aligned bytes, else a scalar load per element.
+template <int K, int U, class Row>
+__device__ void load_activation_rows(Row&& row, float (&out)[K][U]) {
+  using Act = std::remove_cv_t<std::remove_pointer_t<decltype(row(0))>>;
+  const Act* from[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) from[k] = row(k);
   constexpr int bytes = U * int(sizeof(Act));
   if constexpr (bytes == 8 || bytes == 16) {
-    if ((reinterpret_cast<uintptr_t>(from) & uintptr_t(bytes - 1)) == 0) {
+    uintptr_t addresses = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) addresses |= reinterpret_cast<uintptr_t>(from[k]);
+    if ((addresses & uintptr_t(bytes - 1)) == 0) {
       using vector = std::conditional_t<bytes == 8, uint2, uint4>;
       union {
         vector v;
         Act a[U];
-      } u;
-      u.v = *reinterpret_cast<const vector*>(from);
+      } u[K];
 #pragma unroll
-      for (int e = 0; e < U; ++e) out[e] = to_float(u.a[e]);
+      for (int k = 0; k < K; ++k) u[k].v = *reinterpret_cast<const vector*>(from[k]);
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+#pragma unroll
+        for (int e = 0; e < U; ++e) out[k][e] = to_float(u[k].a[e]);
       return;
     }
   }
 #pragma unroll
-  for (int e = 0; e < U; ++e) out[e] = to_float(from[e]);
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int e = 0; e < U; ++e) out[k][e] = to_float(from[k][e]);
+}
+
+/// `U` consecutive activations at `from` as floats (`load_activation_rows` of one row).
+template <int U, class Act>
+__device__ void load_activations(const Act* from, float (&out)[U]) {
+  load_activation_rows<1, U>([from](int) { return from; }, reinterpret_cast<float (&)[1][U]>(out));
 }
 
 /// Sums each row's partial dot products over its lanes and stores the rows below `end` of
@@ -435,15 +455,12 @@ struct flush_keys<W, U, Act, true> {
   template <class Policy, class Layout>
   __device__ flush_keys(const entry_rows<Policy, Act>& entry, const warp_window<Layout, Act>&, int32_t column,
                         int32_t F) {
+    // Entries past F load entry F - 1 again (no branch between the loads), then read as 0.
+    load_activation_rows<W, U>([&](int j) { return entry.B(j < F ? j : (F > 0 ? F - 1 : 0)) + column; }, b);
 #pragma unroll
-    for (int j = 0; j < W; ++j) {
-      if (j < F) {
-        load_activations<U>(entry.B(j) + column, b[j]);
-      } else {
+    for (int j = 0; j < W; ++j)
 #pragma unroll
-        for (int e = 0; e < U; ++e) b[j][e] = 0.0f;
-      }
-    }
+      for (int e = 0; e < U; ++e) b[j][e] = j < F ? b[j][e] : 0.0f;
   }
   __device__ void load(int j, float (&out)[U]) const {
 #pragma unroll
