@@ -7,7 +7,8 @@
 /// asynchronously into the warp's shared memory, so that no register waits on them while
 /// the stream is consumed (a flush holds its columns of the keys in registers, and a decode
 /// read of a window past 16 dots its keys from registers before the stream, so that its
-/// shared memory does not grow with the window); the window term comes after the stream. No block barrier: every warp is independent.
+/// shared memory does not grow with the window); the window term comes after the stream.
+/// No block barrier: every warp is independent.
 ///
 /// Two steps, each a launch of its own in the ready-made kernels (mamba2/cuda.cuh):
 ///  - read (`mamba2_warp_read`): a window that does not fill; y from the read copy and the
@@ -249,7 +250,7 @@ __device__ void load_activation_rows(Row&& row, float (&out)[K][U]) {
 /// `U` consecutive activations at `from` as floats (`load_activation_rows` of one row).
 template <int U, class Act>
 __device__ void load_activations(const Act* from, float (&out)[U]) {
-  load_activation_rows<1, U>([from](int) { return from; }, reinterpret_cast<float (&)[1][U]>(out));
+  load_activation_rows<1, U>([from](int) { return from; }, reinterpret_cast<float(&)[1][U]>(out));
 }
 
 /// Sums each row's partial dot products over its lanes and stores the rows below `end` of
