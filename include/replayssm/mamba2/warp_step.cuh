@@ -317,10 +317,12 @@ struct global_keys {
 /// `weight` at [t * W + i] (the window coefficients multiply them later), from `rows` (their
 /// `B(i)` and `C(t)`: staged by `copy_window`, then after `stage_decays`; or `global_keys`):
 /// each lane takes 4 consecutive columns of every 128, and the warp reduce-scatters the sums,
-/// a group of up to 16 entries at a time (their loads in flight together). Ends with a `__syncwarp`.
+/// a group of up to 16 entries at a time. Ends with a `__syncwarp`. Each row loads on its own
+/// (`load_activations`): loaded together (`load_activation_rows`) the group's keys spilled
+/// the read kernel's registers.
 template <int W, int T, class Rows>
 __device__ void key_dots(const Rows& rows, float* weight, int32_t N, int32_t count, int32_t tokens, int lane) {
-  // Entries per group: 32 sums and 16 keys (64 registers, their loads in flight together) at most.
+  // Entries per group: 32 sums and 16 keys (64 registers) at most.
   constexpr int by_sums = W < 32 / T ? W : 32 / T, G = by_sums < 16 ? by_sums : 16;
   for (int32_t g0 = 0; g0 < count; g0 += G) {
     float dot[T * G];
