@@ -52,9 +52,10 @@ __global__ void __launch_bounds__(
 /// Steps request `b` on slot `slot` (`request_slot`), on the rows of one head that the warp
 /// at `at` runs (the body of `mamba2_warp_kernel`; its plan already checked): the stream
 /// started first, the step, the cursor moved once every warp of the head is done.
-template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind, int Tokens>
+template <class Policy, class Act, warp::copy_engine Engine, warp::warp_role Role, step_kind Kind, int Tokens>
 __device__ void mamba2_warp_request(const mamba2_params<Act>& p, int32_t b, int32_t slot, const warp_place& at,
                                     uint8_t* smem, int32_t parts) {
+  using step_t = warp::mamba2_warp_step<Policy, Act, Role, Role == warp::warp_role::read ? Tokens : 1, Engine>;
   const int32_t lane = at.lane;
   if constexpr (Policy::is_writeback) {
     if (slot == p.pad_slot_id) return;
@@ -65,25 +66,21 @@ __device__ void mamba2_warp_request(const mamba2_params<Act>& p, int32_t b, int3
   }
   const mamba2_head_views<Policy, Act> v(p, b, at.h, slot);
   const mamba2_layer_shape shape = p.shape();
-  const warp::row_range rows = warp::mamba2_warp_config<Policy>::template part_rows<Flush>(shape, parts, at.part);
   // The stream starts before the cursors are read: their latency hides behind the state's.
-  auto stream = warp::start_mamba2_stream<Flush, Engine, Tokens>(v.state, shape, rows, smem, lane);
+  step_t step(smem, v.state, shape, step_t::part_rows(shape, parts, at.part));
   if constexpr (Policy::is_writeback) {
     const request_check r = warp_check_request<Policy, step_kind::decode>(p, b, lane);
     if (r.errors != step_ok) {
-      stream.drain();
+      step.drain();
       if (lane == 0) report(p, b, r.errors);
       return;
     }
   }
   const step_plan plan = plan_step<Kind>(v.state, Kind == step_kind::decode ? 1 : v.in.tokens);
-  if constexpr (Flush)
-    warp::mamba2_warp_flush<Kind>(stream, v.in, v.state, shape, plan, rows, smem, lane);
-  else
-    warp::mamba2_warp_read<Tokens>(stream, v.in, v.state, shape, plan, rows, smem, lane);
-  if (Kind == step_kind::verify && Flush) return;  // the verify read that follows moves the cursor
+  step.template step<Kind>(v.in, plan);
+  if (Kind == step_kind::verify && Role == warp::warp_role::flush) return;  // the verify read moves the cursor
   if (parts > 1) __syncthreads();
-  if (at.part == 0 && lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, Kind);
+  if (at.part == 0) step.advance_cursor(plan, Kind);
 }
 
 /// Whether a warp launch steps only the requests planned to flush, over fewer request rows
@@ -110,11 +107,12 @@ __global__ void __launch_bounds__(
   const detail::warp_place at(parts);
   if (at.h >= p.heads) return;
   uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
-  auto step = [&](auto flush, int32_t b, int32_t slot) {
-    detail::mamba2_warp_request<Policy, Act, Engine, decltype(flush)::value, Kind, Tokens>(p, b, slot, at, smem, parts);
+  auto step = [&](auto role, int32_t b, int32_t slot) {
+    detail::mamba2_warp_request<Policy, Act, Engine, decltype(role)::value, Kind, Tokens>(p, b, slot, at, smem, parts);
   };
-  constexpr std::true_type flush;
-  constexpr std::false_type read;
+  using warp::warp_role;
+  constexpr std::integral_constant<warp_role, warp_role::flush> flush;
+  constexpr std::integral_constant<warp_role, warp_role::read> read;
   if constexpr (detail::flushes_planned_only<Policy, Launch, Kind>) {
     detail::for_each_planned(p, request_plan::flush, at.lane, [&](int32_t b) { step(flush, b, request_slot(p, b)); });
   } else if constexpr (Policy::is_writeback) {
@@ -133,27 +131,28 @@ __global__ void __launch_bounds__(
     } else if (Kind == step_kind::verify && Launch == warp_launch::read) {
       step(read, at.b, slot);  // every request stepped, after the flush of those planned to flush
     } else if (planned == (Launch == warp_launch::flush ? request_plan::flush : request_plan::read)) {
-      step(std::bool_constant<Launch == warp_launch::flush>{}, at.b, slot);
+      constexpr warp_role role = Launch == warp_launch::flush ? warp_role::flush : warp_role::read;
+      step(std::integral_constant<warp_role, role>{}, at.b, slot);
     }
   }
 }
 
 /// The snapshot baseline's verify step on the warp steps (up to `Tokens` drafts): each warp
 /// streams its rows of the request's state once, and the drafts fold into it in turn, each
-/// draft's state stored to its snapshot slot (`mamba2_warp_flush`), so that the baseline
+/// draft's state stored to its snapshot slot (`mamba2_warp_step::fold_drafts`), so that the baseline
 /// moves its bytes at the rate the replay steps do.
 template <class StateFormat, class Act, warp::copy_engine Engine, int Tokens>
 __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<true>)
     mamba2_warp_snapshot_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   using Policy = writeback_policy<StateFormat>;
+  using step_t = warp::mamba2_warp_step<Policy, Act, warp::warp_role::flush, Tokens, Engine>;
   extern __shared__ float4 warp_storage[];
   const detail::warp_place at(parts);
   if (at.h >= p.heads || p.request_plans[at.b] == request_plan::skip) return;
   const mamba2_head_views<Policy, Act> v(p, at.b, at.h, request_slot(p, at.b));
   const mamba2_layer_shape shape = p.shape();
-  const warp::row_range rows = warp::mamba2_warp_config<Policy>::template part_rows<true>(shape, parts, at.part);
   uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
-  auto stream = warp::start_mamba2_stream<true, Engine>(v.state, shape, rows, smem, at.lane);
+  step_t step(smem, v.state, shape, step_t::part_rows(shape, parts, at.part));
   const int32_t tokens = v.in.tokens;
   uint32_t error = tokens < 1 || tokens > p.tokens || tokens > Tokens ? error_tokens_out_of_range : step_ok;
   state_head_view<StateFormat> snapshots[Tokens];
@@ -166,26 +165,22 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<true>)
                                                          int64_t(slot) * p.heads + at.h, elements);
   }
   if (error != step_ok) {  // no draft of the request is stepped
-    stream.drain();
+    step.drain();
     if (at.lane == 0) detail::report(p, at.b, error);
     return;
   }
   const step_plan plan{0, tokens, tokens, true, 0, 0, 0u, step_ok};  // every draft folded, in turn
-  warp::mamba2_warp_flush<step_kind::verify, Tokens>(stream, v.in, v.state, shape, plan, rows, smem, at.lane,
-                                                     snapshots);
+  step.fold_drafts(v.in, plan, snapshots);
 }
 
 /// Shared memory per warp of a launch of `Launch`: the read or the flush layout's, or the
 /// larger of the two where each warp takes either.
 template <class Policy, class Act, warp_launch Launch, int Tokens>
 uint32_t warp_launch_bytes(mamba2_layer_shape s) {
-  using read = warp::mamba2_warp_layout<Policy, Act, false, Tokens>;
-  if constexpr (Launch == warp_launch::read) {
-    return read::make(s).bytes;
-  } else {
-    const uint32_t flush = warp::mamba2_warp_layout<Policy, Act, true, Tokens>::make(s).bytes;
-    return Launch == warp_launch::flush ? flush : std::max(flush, read::make(s).bytes);
-  }
+  using warp::warp_role;
+  const uint32_t read = warp::mamba2_warp_step<Policy, Act, warp_role::read, Tokens>::temp_storage_bytes(s);
+  const uint32_t flush = warp::mamba2_warp_step<Policy, Act, warp_role::flush>::temp_storage_bytes(s);
+  return Launch == warp_launch::read ? read : Launch == warp_launch::flush ? flush : std::max(flush, read);
 }
 
 /// Launches the warp kernel of a step of `Kind` that steps the requests `Launch` names
@@ -203,10 +198,9 @@ status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cud
 /// Launches the snapshot baseline's warp kernel for up to `Tokens` drafts.
 template <class StateFormat, warp::copy_engine Engine, int Tokens, class Act>
 status launch_warp_snapshot(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
-  return launch_warp_kernel(
-      mamba2_warp_snapshot_kernel<StateFormat, Act, Engine, Tokens>,
-      warp::mamba2_warp_layout<writeback_policy<StateFormat>, Act, true, Tokens>::make(p.shape()).bytes, p, d, stream,
-      "mamba2");
+  using step_t = warp::mamba2_warp_step<writeback_policy<StateFormat>, Act, warp::warp_role::flush, Tokens, Engine>;
+  return launch_warp_kernel(mamba2_warp_snapshot_kernel<StateFormat, Act, Engine, Tokens>,
+                            step_t::temp_storage_bytes(p.shape()), p, d, stream, "mamba2");
 }
 
 /// Whether the stored state of `p` can stream with the bulk copy engine on this device.

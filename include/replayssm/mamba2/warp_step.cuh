@@ -10,26 +10,19 @@
 /// shared memory does not grow with the window); the window term comes after the stream.
 /// No block barrier: every warp is independent.
 ///
-/// Two steps, each a launch of its own in the ready-made kernels (mamba2/cuda.cuh):
-///  - read (`mamba2_warp_read`): a window that does not fill; y from the read copy and the
-///    window, the token appended; no state written. With `Tokens` > 1 it is the speculative
-///    verify step: the stream is queried with every draft's C in one pass, each draft's
-///    output adds the window and the drafts before it, and the drafts are appended
-///    uncommitted;
-///  - flush (`mamba2_warp_flush`): a window that fills, and every write-back step; the new
-///    checkpoint formed per element by the arithmetic of replay/scalar_decay.hpp, so it is
-///    bit-identical with the CPU's, then y from it. For a verify step (`step_kind::verify`)
-///    it folds the committed entries only, when the drafts would not fit after them, and
-///    writes no output: the verify read that follows reads the new state.
+/// Two roles (`warp_role`), each a launch of its own in the ready-made kernels (mamba2/cuda.cuh):
+///  - read: a window that does not fill; y from the read copy and the window, the token
+///    appended; no state written. With `Tokens` > 1 it is the speculative verify step: the
+///    stream is queried with every draft's C in one pass, each draft's output adds the
+///    window and the drafts before it, and the drafts are appended uncommitted;
+///  - flush: a window that fills, and every write-back step; the new checkpoint formed per
+///    element by the arithmetic of replay/scalar_decay.hpp, so it is bit-identical with the
+///    CPU's, then y from it. For a verify step (`step_kind::verify`) it folds the committed
+///    entries only, when the drafts would not fit after them, and writes no output: the
+///    verify read that follows reads the new state.
 ///
-/// In an engine's kernel, per warp, with `mamba2_warp_layout<Policy, Act, Flush, Tokens>::make(
-/// shape).bytes` of shared memory (128-byte aligned) and the views of `mamba2_head_views`:
-///
-///     auto stream = warp::start_mamba2_stream<Flush, Engine>(v.state, shape, rows, smem, lane);
-///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);  // after the stream starts
-///     warp::mamba2_warp_read(stream, v.in, v.state, shape, plan, rows, smem, lane);  // or _flush
-///     // once every warp of the head is done with `plan`:
-///     if (lane == 0) *v.state.cursor = next_cursor(plan, step_kind::decode);
+/// `mamba2_warp_step` is the primitive an engine's kernel instantiates (its comment shows
+/// how); the functions in `detail` are its parts.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -49,6 +42,17 @@
 
 namespace replayssm {
 namespace warp {
+
+/// What a warp's step does with its rows of a head; the step's plan decides it (`role_of`).
+enum class warp_role : uint8_t {
+  read,   ///< the window does not fill: y from the read copy and the window, no state written
+  flush,  ///< the window fills (every write-back step): the checkpoint formed, y from it
+};
+
+/// The role `plan` gives the warps of a head's step.
+__host__ __device__ inline warp_role role_of(const step_plan& plan) {
+  return plan.writes_checkpoint ? warp_role::flush : warp_role::read;
+}
 
 /// Stage sizes of the Mamba-2 warp steps.
 template <class Policy>
@@ -88,19 +92,25 @@ struct mamba2_warp_config {
     return read_lanes::supported(state_dim) && flush_lanes::supported(state_dim) &&
            (Policy::shared_state || flush_unit % read_format::chunk_elems == 0);
   }
-  /// Rows of a read (`Flush` false) or flush stage.
-  template <bool Flush>
+  /// Rows of a stage of a step of `Role`.
+  template <warp_role Role>
   __host__ __device__ static int32_t stage_rows(int32_t state_dim) {
-    return (Flush ? flush_stage : read_stage) / state_dim;
+    return (Role == warp_role::flush ? flush_stage : read_stage) / state_dim;
   }
   /// Part `part` of `parts` of a head's rows, split at whole stages.
-  template <bool Flush>
+  template <warp_role Role>
   __host__ __device__ static row_range part_rows(mamba2_layer_shape s, int32_t parts, int32_t part) {
-    const int32_t R = stage_rows<Flush>(s.state_dim), stages_total = (s.head_dim + R - 1) / R;
+    const int32_t R = stage_rows<Role>(s.state_dim), stages_total = (s.head_dim + R - 1) / R;
     const int32_t per_part = (stages_total + parts - 1) / parts * R, first = part * per_part;
     const int32_t last = first + per_part < s.head_dim ? first + per_part : s.head_dim;
     return {first, last > first ? last - first : 0};
   }
+};
+
+/// Where a flush lane keeps the window's keys B_j of its columns.
+enum class key_place : uint8_t {
+  registers,      ///< loaded from global memory once, before the stream
+  shared_memory,  ///< staged rows, read per stage (a window whose keys exceed the registers)
 };
 
 /// One warp's shared memory for a step of up to `Tokens` tokens (bytes, 16-byte aligned
@@ -109,34 +119,36 @@ struct mamba2_warp_config {
 /// floats. A replay step sees at most `window` entries (a verify step's drafts included:
 /// they fit after the committed entries, or those are flushed first); a write-back flush
 /// (the snapshot baseline's verify step) folds its `Tokens` drafts one by one.
-template <class Policy, class Act, bool Flush, int Tokens = 1>
+template <class Policy, class Act, warp_role Role, int Tokens = 1>
 struct mamba2_warp_layout {
-  static_assert(Tokens >= 1 && Tokens <= max_draft_tokens && (!Flush || Tokens == 1 || Policy::is_writeback),
+  static constexpr bool flushes = Role == warp_role::flush;
+  static_assert(Tokens >= 1 && Tokens <= max_draft_tokens && (!flushes || Tokens == 1 || Policy::is_writeback),
                 "mamba2_warp_layout: a read step takes 1 to max_draft_tokens tokens, a replay flush one");
   static constexpr int window = Policy::window;
   static constexpr int tokens = Tokens;
   /// Entries a step stages: the window's (a write-back flush's window is its one token).
-  static constexpr int entries = Flush ? window * Tokens : window;
+  static constexpr int entries = flushes ? window * Tokens : window;
   using config = mamba2_warp_config<Policy>;
-  /// Whether a flush lane keeps the entries' keys B_j of its unit's columns in registers
-  /// (64 floats at most), rather than reading them from the warp's shared memory per stage.
-  static constexpr bool keys_in_registers = entries * config::flush_unit <= 64;
+  /// Where a flush lane keeps the entries' keys B_j of its unit's columns: in registers
+  /// where they are 64 floats at most, else in the warp's shared memory.
+  static constexpr key_place flush_keys_at =
+      entries * config::flush_unit <= 64 ? key_place::registers : key_place::shared_memory;
   /// Whether the entries' B rows and the tokens' C rows are staged here for a read step's key
   /// dots, formed after the stream: a verify step's (its drafts' dots), and a decode step's of
   /// a window of up to 16. A longer window's staged keys would take warps per SM from the
   /// stream (its shared memory sets them), which costs more than the wait on keys loaded into
   /// registers and dotted before the stream is consumed.
-  static constexpr bool stages_key_dots = !Flush && (Tokens > 1 || window <= 16);
+  static constexpr bool stages_key_dots = !flushes && (Tokens > 1 || window <= 16);
   /// Whether the entries' B rows are staged here: for a verify step's key dots, and for a
   /// flush whose keys exceed its registers.
-  static constexpr bool stages_keys = Flush ? !keys_in_registers : stages_key_dots;
+  static constexpr bool stages_keys = flushes ? flush_keys_at == key_place::shared_memory : stages_key_dots;
   /// Whether keys past the staged entries are zeros (a flush folds whole runs of entries).
-  static constexpr bool pads_keys = Flush && stages_keys;
+  static constexpr bool pads_keys = flushes && stages_keys;
   /// Whether the tokens' C rows are staged here.
   static constexpr bool stages_queries = stages_key_dots;
   static constexpr uint32_t stream_bytes =
-      Flush ? sizeof(typename config::template flush_stream<copy_engine::bulk>::TempStorage)
-            : sizeof(typename config::template read_stream<copy_engine::bulk, Tokens>::TempStorage);
+      flushes ? sizeof(typename config::template flush_stream<copy_engine::bulk>::TempStorage)
+              : sizeof(typename config::template read_stream<copy_engine::bulk, Tokens>::TempStorage);
   uint32_t x_pitch, B_pitch;  ///< bytes per stored row of x and of B
   uint32_t padded_rows;       ///< head rows rounded up to whole stages
   uint32_t x, z, B, C;        ///< stored rows: x of every entry, the tokens' z, B of every entry, the tokens' C
@@ -147,7 +159,7 @@ struct mamba2_warp_layout {
     mamba2_warp_layout l{};
     l.x_pitch = align16(uint32_t(s.head_dim) * sizeof(Act));
     l.B_pitch = align16(uint32_t(s.state_dim) * sizeof(Act));
-    const uint32_t R = uint32_t(config::template stage_rows<Flush>(s.state_dim));
+    const uint32_t R = uint32_t(config::template stage_rows<Role>(s.state_dim));
     l.padded_rows = (uint32_t(s.head_dim) + R - 1) / R * R;
     uint32_t at = stream_bytes;
     auto take = [&at](uint32_t n) {
@@ -162,36 +174,15 @@ struct mamba2_warp_layout {
     l.window_dt = take(entries * 4);
     l.dt = take(entries * 4);
     l.log_decay = take(entries * 4);
-    l.coef = take(Flush ? entries * 4 : 0);
-    l.weight = take(Flush ? 0 : Tokens * window * 4);
+    l.coef = take(flushes ? entries * 4 : 0);
+    l.weight = take(flushes ? 0 : Tokens * window * 4);
     l.decay = take(Tokens * 4);
     l.row_sum = take(Tokens * uint32_t(s.head_dim) * 4);
-    l.weighted_x = take(Flush ? entries * l.padded_rows * 4 : 0);
+    l.weighted_x = take(flushes ? entries * l.padded_rows * 4 : 0);
     l.bytes = (at + 127u) / 128u * 128u;
     return l;
   }
 };
-
-/// The stream a read (`Flush` false; of up to `Tokens` tokens) or flush step of rows `rows`
-/// of a head consumes, started at once: call it before any other load of the step.
-template <bool Flush, copy_engine Engine, int Tokens = 1, class Policy, class Act>
-__device__ auto start_mamba2_stream(const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, row_range rows,
-                                    uint8_t* smem, int lane) {
-  using config = mamba2_warp_config<Policy>;
-  const int32_t N = s.state_dim;
-  if constexpr (Flush) {
-    using stream_t = typename config::template flush_stream<Engine>;
-    return stream_t(*reinterpret_cast<typename stream_t::TempStorage*>(smem), st.checkpoint, rows.first * N,
-                    rows.count * N, lane);
-  } else {
-    using stream_t = typename config::template read_stream<Engine, Tokens>;
-    auto& storage = *reinterpret_cast<typename stream_t::TempStorage*>(smem);
-    if constexpr (Policy::shared_state)
-      return stream_t(storage, st.checkpoint, rows.first * N, rows.count * N, lane);
-    else
-      return stream_t(storage, st.read_copy, rows.first * N, rows.count * N, lane);
-  }
-}
 
 namespace detail {
 
@@ -447,13 +438,13 @@ __device__ void write_outputs(const warp_window<Layout, Act>& w, const mamba2_he
 }
 
 /// A flush lane's keys B_j (j < window; 0 from the F folded entries on) of its unit's `U`
-/// columns: held in registers (`InRegisters`, loaded from global memory once) or read per
-/// use from the rows the layout stages in shared memory.
-template <int W, int U, class Act, bool InRegisters>
+/// columns: held in registers (loaded from global memory once) or read per use from the rows
+/// the layout stages in shared memory.
+template <int W, int U, class Act, key_place Place>
 struct flush_keys;
 
 template <int W, int U, class Act>
-struct flush_keys<W, U, Act, true> {
+struct flush_keys<W, U, Act, key_place::registers> {
   float b[W][U];
   template <class Policy, class Layout>
   __device__ flush_keys(const entry_rows<Policy, Act>& entry, const warp_window<Layout, Act>&, int32_t column,
@@ -472,7 +463,7 @@ struct flush_keys<W, U, Act, true> {
 };
 
 template <int W, int U, class Act>
-struct flush_keys<W, U, Act, false> {
+struct flush_keys<W, U, Act, key_place::shared_memory> {
   const uint8_t* first;  ///< the lane's columns of the first staged row
   uint32_t pitch;
   template <class Policy, class Layout>
@@ -489,69 +480,62 @@ struct state_tile {
   float v[I][U];
 };
 
-}  // namespace detail
-
-/// A read step of rows `rows` of one head by one warp, from `stream` (`start_mamba2_stream<
-/// false, Engine, Tokens>`; `smem` the warp's `mamba2_warp_layout<Policy, Act, false, Tokens>` bytes): y of
-/// the step's tokens from the read copy and the window, the tokens appended (x of these rows;
-/// B and the step sizes by the warp of the head's first rows). A decode step has one token;
-/// a verify step up to `Tokens` drafts, each seeing the drafts before it, and the entries a
-/// flush folded first (`plan.folded`, done by `mamba2_warp_flush<step_kind::verify>` before
-/// this step) already in the state it reads. `plan` must not write the checkpoint otherwise.
-/// The cursor is the caller's to advance.
-template <int Tokens = 1, class Stream, class Policy, class Act>
-__device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& in,
-                                 const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, const step_plan& plan,
-                                 row_range rows, uint8_t* smem, int lane) {
+/// A read step of rows `rows` of one head by one warp, from `stream` (the read copy's,
+/// started first; `smem` the warp's `mamba2_warp_layout<Policy, Act, warp_role::read,
+/// Tokens>` bytes): y of the step's tokens from the read copy and the window, the tokens
+/// appended (x of these rows; B and the step sizes by the warp of the head's first rows). A
+/// decode step has one token; a verify step up to `Tokens` drafts, each seeing the drafts
+/// before it, and the entries a flush folded first (`plan.folded`, done by a verify flush
+/// before this step) already in the state it reads. `plan` must not write the checkpoint
+/// otherwise.
+template <int Tokens, class Stream, class Policy, class Act>
+__device__ void read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
+                          mamba2_layer_shape s, const step_plan& plan, row_range rows, uint8_t* smem, int lane) {
   using config = mamba2_warp_config<Policy>;
   using format = typename config::read_format;
   using lanes_t = typename config::read_lanes;
-  using layout_t = mamba2_warp_layout<Policy, Act, false, Tokens>;
-  static_assert(Stream::stages == config::template read_stages<Tokens>,
-                "mamba2_warp_read<Tokens>: start its stream with start_mamba2_stream<false, Engine, Tokens>");
-  constexpr int U = config::read_unit, W = Policy::window, I = lanes_t::rows;
+  using layout_t = mamba2_warp_layout<Policy, Act, warp_role::read, Tokens>;
+  constexpr int unit = config::read_unit, W = Policy::window, lane_rows = lanes_t::rows;
   const int32_t N = s.state_dim, P = s.head_dim, end = rows.first + rows.count, L = plan.length, F = plan.folded;
   const int32_t T = Tokens == 1 ? 1 : (plan.tokens < Tokens ? plan.tokens : Tokens);  // the planner skips more
-  const detail::staged_entries staged{F, L + T - F, T};
-  const detail::warp_window<layout_t, Act> w{smem, layout_t::make(s)};
-  const detail::entry_rows<Policy, Act> entry{in, st, plan};
-  detail::copy_window(w, entry, s, staged, lane);
-  const detail::token_steps<layout_t> token_steps(in, plan, staged, lane);
+  const staged_entries staged{F, L + T - F, T};
+  const warp_window<layout_t, Act> w{smem, layout_t::make(s)};
+  const entry_rows<Policy, Act> entry{in, st, plan};
+  copy_window(w, entry, s, staged, lane);
+  const token_steps<layout_t> tokens(in, plan, staged, lane);
   const int32_t column = lanes_t(N, lane).column();
-  float c[Tokens][U];
+  float c[Tokens][unit];
 #pragma unroll
-  for (int t = 0; t < Tokens; ++t) detail::load_activations<U>(in.C.at(t < T ? t : 0) + column, c[t]);
+  for (int t = 0; t < Tokens; ++t) load_activations<unit>(in.C.at(t < T ? t : 0) + column, c[t]);
   if constexpr (!layout_t::stages_key_dots)
-    detail::key_dots<W, Tokens>(detail::global_keys<Policy, Act>{entry, F}, w.floats(w.l.weight), N, staged.count, T,
-                                lane);
+    key_dots<W, Tokens>(global_keys<Policy, Act>{entry, F}, w.floats(w.l.weight), N, staged.count, T, lane);
 
-  const int32_t stage_rows = config::template stage_rows<false>(N);
-  with_unit_lanes<config::read_stage, U>(N, lane, [&](const auto& lanes) {
+  const int32_t stage_rows = config::template stage_rows<warp_role::read>(N);
+  with_unit_lanes<config::read_stage, unit>(N, lane, [&](const auto& lanes) {
     stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
       const int32_t row0 = rows.first + stage * stage_rows;
-      float part[Tokens * I];
+      float part[Tokens * lane_rows];
 #pragma unroll
-      for (int i = 0; i < I; ++i) {
+      for (int i = 0; i < lane_rows; ++i) {
         const int u = lanes.unit_index(i);
-        float v[U];
+        float v[unit];
         format::decode(data + u * format::data_bytes_per_chunk, scales + u * format::scale_bytes_per_chunk, v);
 #pragma unroll
         for (int t = 0; t < Tokens; ++t) {
-          part[t * I + i] = 0.0f;
+          part[t * lane_rows + i] = 0.0f;
 #pragma unroll
-          for (int e = 0; e < U; ++e) part[t * I + i] = math::fma(v[e], c[t][e], part[t * I + i]);
+          for (int e = 0; e < unit; ++e) part[t * lane_rows + i] = math::fma(v[e], c[t][e], part[t * lane_rows + i]);
         }
       }
-      detail::store_row_sums<I>(lanes, part, row0 + lanes.row(0), end, T, P, w.floats(w.l.row_sum));
+      store_row_sums<lane_rows>(lanes, part, row0 + lanes.row(0), end, T, P, w.floats(w.l.row_sum));
     });
   });
 
   const int32_t seen0 = L + 1 - F;  // entries the first token sees, itself included
-  detail::stage_decays(w, in, plan, staged, token_steps, lane);
-  if constexpr (layout_t::stages_key_dots)
-    detail::key_dots<W, Tokens>(w, w.floats(w.l.weight), N, staged.count, T, lane);
-  detail::query_coefficients<W>(w, seen0, T, lane);
-  detail::write_outputs<W>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), lane);
+  stage_decays(w, in, plan, staged, tokens, lane);
+  if constexpr (layout_t::stages_key_dots) key_dots<W, Tokens>(w, w.floats(w.l.weight), N, staged.count, T, lane);
+  query_coefficients<W>(w, seen0, T, lane);
+  write_outputs<W>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), lane);
 
   for (int32_t t = 0; t < T; ++t) {
     const int32_t ring = plan.ring_slot(L + t), row = seen0 - 1 + t;
@@ -567,44 +551,43 @@ __device__ void mamba2_warp_read(Stream& stream, const mamba2_head_inputs<Act>& 
   }
 }
 
-/// A flush of rows `rows` of one head by one warp, from `stream` (`start_mamba2_stream<
-/// true>`; `smem` the warp's `mamba2_warp_layout<Policy, Act, true, Tokens>` bytes): the
-/// `plan.folded` entries folded into these rows of the checkpoint (and the read copy). A
-/// decode step's flush folds the window and the token and writes y from the new state (a
-/// write-back step is the flush of a window of one); a verify step's (`Kind`) folds the
-/// committed entries only and writes nothing else (`mamba2_warp_read<Tokens>` follows).
-/// A write-back policy's verify step is the snapshot baseline: its drafts (up to `Tokens`)
+/// A flush of rows `rows` of one head by one warp, from `stream` (the checkpoint's, started
+/// first; `smem` the warp's `mamba2_warp_layout<Policy, Act, warp_role::flush, Tokens>`
+/// bytes): the `plan.folded` entries folded into these rows of the checkpoint (and the read
+/// copy). A decode step's flush folds the window and the token and writes y from the new
+/// state (a write-back step is the flush of a window of one); a verify step's (`Kind`) folds
+/// the committed entries only and writes nothing else (the verify read follows). A
+/// write-back policy's verify step is the snapshot baseline: its drafts (up to `Tokens`)
 /// fold one by one, each writing y from its state and storing it to `snapshots[t]`, which
-/// the next draft goes on from as stored. The cursor is the caller's to advance.
-template <step_kind Kind = step_kind::decode, int Tokens = 1, class Stream, class Policy, class Act>
-__device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>& in,
-                                  const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, const step_plan& plan,
-                                  row_range rows, uint8_t* smem, int lane,
-                                  const state_head_view<typename Policy::checkpoint_format>* snapshots = nullptr) {
+/// the next draft goes on from as stored.
+template <step_kind Kind, int Tokens, class Stream, class Policy, class Act>
+__device__ void flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
+                           mamba2_layer_shape s, const step_plan& plan, row_range rows, uint8_t* smem, int lane,
+                           const state_head_view<typename Policy::checkpoint_format>* snapshots) {
   using config = mamba2_warp_config<Policy>;
   using ckpt_format = typename config::checkpoint_format;
   using read_format = typename config::read_format;
   using lanes_t = typename config::flush_lanes;
-  using layout_t = mamba2_warp_layout<Policy, Act, true, Tokens>;
-  constexpr int U = config::flush_unit, Kc = ckpt_format::chunk_elems, Kr = read_format::chunk_elems;
-  constexpr int I = lanes_t::rows, W = Policy::window, E = layout_t::entries;
+  using layout_t = mamba2_warp_layout<Policy, Act, warp_role::flush, Tokens>;
+  constexpr int unit = config::flush_unit, ckpt_chunk = ckpt_format::chunk_elems, read_chunk = read_format::chunk_elems;
+  constexpr int lane_rows = lanes_t::rows, W = Policy::window, entries = layout_t::entries;
   constexpr bool snapshot = Policy::is_writeback && Kind == step_kind::verify;
   constexpr bool outputs = Kind == step_kind::decode || snapshot;
-  static_assert(snapshot || Tokens == 1, "mamba2_warp_flush: only the snapshot baseline folds several tokens");
+  static_assert(snapshot || Tokens == 1, "a flush: only the snapshot baseline folds several tokens");
   const int32_t P = s.head_dim, N = s.state_dim, F = plan.folded, end = rows.first + rows.count;
   const int32_t folds = snapshot ? plan.tokens : 1;  // runs of W entries folded and stored in turn
-  const detail::staged_entries staged{0, F, outputs ? folds : 0};
-  const detail::warp_window<layout_t, Act> w{smem, layout_t::make(s)};
-  const detail::entry_rows<Policy, Act> entry{in, st, plan};
-  detail::copy_window(w, entry, s, staged, lane);
-  const detail::token_steps<layout_t> token_steps(in, plan, staged, lane);
+  const staged_entries staged{0, F, outputs ? folds : 0};
+  const warp_window<layout_t, Act> w{smem, layout_t::make(s)};
+  const entry_rows<Policy, Act> entry{in, st, plan};
+  copy_window(w, entry, s, staged, lane);
+  const token_steps<layout_t> tokens(in, plan, staged, lane);
   const int32_t column = lanes_t(N, lane).column();
-  float c[Tokens][U] = {};
+  float c[Tokens][unit] = {};
   if constexpr (outputs) {
 #pragma unroll
-    for (int t = 0; t < Tokens; ++t) detail::load_activations<U>(in.C.at(t < folds ? t : 0) + column, c[t]);
+    for (int t = 0; t < Tokens; ++t) load_activations<unit>(in.C.at(t < folds ? t : 0) + column, c[t]);
   }
-  const detail::flush_keys<E, U, Act, layout_t::keys_in_registers> keys(entry, w, column, F);
+  const flush_keys<entries, unit, Act, layout_t::flush_keys_at> keys(entry, w, column, F);
 
   // The coefficients and the weighted x_j must be ready before the first stage folds; rows
   // past the head (every lane folds whole runs of rows) fold the last row's, and are never
@@ -612,114 +595,219 @@ __device__ void mamba2_warp_flush(Stream& stream, const mamba2_head_inputs<Act>&
   // the next entries issue early: an entry past the window's end (a first window shortened
   // by its phase) has weighted x -0 and keys 0, and s + (-0) * 0 = s for every s, +-0
   // included, as if it were not folded.
-  detail::stage_decays(w, in, plan, staged, token_steps, lane);
-  detail::flush_coefficients(w, F, folds, lane);
-  const int32_t Pp = int32_t(w.l.padded_rows);
+  stage_decays(w, in, plan, staged, tokens, lane);
+  flush_coefficients(w, F, folds, lane);
+  const int32_t padded_rows = int32_t(w.l.padded_rows);
   float* weighted_x = w.floats(w.l.weighted_x);
   const float* decay = w.floats(w.l.decay);
-  float coef[E];  // entries past F: their coefficients and rows are read and discarded
+  float coef[entries];  // entries past F: their coefficients and rows are read and discarded
   load_scratch(w.floats(w.l.coef), coef);
-  for (int32_t p = lane; p < Pp; p += 32) {
-    // Entry j's row p at x + j * pitch and at out + j * Pp. A row past the head folds a copy
+  for (int32_t p = lane; p < padded_rows; p += 32) {
+    // Entry j's row p at x + j * pitch and at out + j * padded_rows. A row past the head folds a copy
     // of the last, never stored.
     const uint8_t* x = reinterpret_cast<const uint8_t*>(w.x(0) + (p < P ? p : P - 1));
     float* out = weighted_x + p;
 #pragma unroll
-    for (int j = 0; j < E; ++j, x += w.l.x_pitch, out += Pp)
+    for (int j = 0; j < entries; ++j, x += w.l.x_pitch, out += padded_rows)
       *out = j >= F ? -0.0f : weighted_value(coef[j], to_float(*reinterpret_cast<const Act*>(x)));
   }
   __syncwarp();
 
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
-  const int32_t stage_rows = config::template stage_rows<true>(N);
-  with_unit_lanes<config::flush_stage, U>(N, lane, [&](const auto& lanes) {
+  const int32_t stage_rows = config::template stage_rows<warp_role::flush>(N);
+  with_unit_lanes<config::flush_stage, unit>(N, lane, [&](const auto& lanes) {
     // Each stage is copied to registers (decayed) and released before the window folds in, so
     // that the next copy is in flight during the fold (KERNELS.md's flush).
     auto decayed_stage = [&](int, const uint8_t* data, const uint8_t* scales, int32_t) {
       const float total = decay[0];
-      detail::state_tile<I, U> t;
+      state_tile<lane_rows, unit> t;
 #pragma unroll
-      for (int i = 0; i < I; ++i) {
+      for (int i = 0; i < lane_rows; ++i) {
         const int u = lanes.unit_index(i);
 #pragma unroll
-        for (int q = 0; q < U / Kc; ++q) {
-          float v[Kc];
-          const int chunk = u * (U / Kc) + q;
+        for (int q = 0; q < unit / ckpt_chunk; ++q) {
+          float v[ckpt_chunk];
+          const int chunk = u * (unit / ckpt_chunk) + q;
           ckpt_format::decode(data + chunk * ckpt_format::data_bytes_per_chunk,
                               scales + chunk * ckpt_format::scale_bytes_per_chunk, v);
 #pragma unroll
-          for (int e = 0; e < Kc; ++e) t.v[i][q * Kc + e] = decayed_checkpoint(total, v[e]);
+          for (int e = 0; e < ckpt_chunk; ++e) t.v[i][q * ckpt_chunk + e] = decayed_checkpoint(total, v[e]);
         }
       }
       return t;
     };
-    auto fold_and_store = [&](int stage, detail::state_tile<I, U>& t) {
-      const int32_t row0 = rows.first + stage * stage_rows + lanes.row(0);  // the lane's first row; its I rows follow
+    auto fold_and_store = [&](int stage, state_tile<lane_rows, unit>& t) {
+      // The lane's first row; its other lane_rows - 1 rows follow.
+      const int32_t row0 = rows.first + stage * stage_rows + lanes.row(0);
 #pragma unroll
       for (int f = 0; f < Tokens; ++f) {
         if (f >= folds) break;  // the same on every lane
         if (f > 0) {
           const float run_decay = decay[f];
 #pragma unroll
-          for (int i = 0; i < I; ++i)
+          for (int i = 0; i < lane_rows; ++i)
 #pragma unroll
-            for (int e = 0; e < U; ++e) t.v[i][e] = decayed_checkpoint(run_decay, t.v[i][e]);
+            for (int e = 0; e < unit; ++e) t.v[i][e] = decayed_checkpoint(run_decay, t.v[i][e]);
         }
 #pragma unroll
         for (int j = f * W; j < f * W + W; ++j) {
-          float b[U], x[I];
+          float b[unit], x[lane_rows];
           keys.load(j, b);
-          load_scratch(weighted_x + j * Pp + row0, x);
+          load_scratch(weighted_x + j * padded_rows + row0, x);
 #pragma unroll
-          for (int i = 0; i < I; ++i)
+          for (int i = 0; i < lane_rows; ++i)
 #pragma unroll
-            for (int e = 0; e < U; ++e) t.v[i][e] = fold_entry(t.v[i][e], x[i], b[e]);
+            for (int e = 0; e < unit; ++e) t.v[i][e] = fold_entry(t.v[i][e], x[i], b[e]);
         }
-        float part[I];
+        float part[lane_rows];
 #pragma unroll
-        for (int i = 0; i < I; ++i) {
+        for (int i = 0; i < lane_rows; ++i) {
           part[i] = 0.0f;
           if constexpr (outputs) {  // y from the state before it is stored
 #pragma unroll
-            for (int e = 0; e < U; ++e) part[i] = math::fma(t.v[i][e], c[f][e], part[i]);
+            for (int e = 0; e < unit; ++e) part[i] = math::fma(t.v[i][e], c[f][e], part[i]);
           }
           if (row0 + i >= end) continue;
           const uint32_t element = uint32_t((row0 + i) * N + column);  // unsigned: chunks by shifts
 #pragma unroll
-          for (int q = 0; q < U / Kc; ++q) {
-            float v[Kc];
+          for (int q = 0; q < unit / ckpt_chunk; ++q) {
+            float v[ckpt_chunk];
 #pragma unroll
-            for (int e = 0; e < Kc; ++e) v[e] = t.v[i][q * Kc + e];
+            for (int e = 0; e < ckpt_chunk; ++e) v[e] = t.v[i][q * ckpt_chunk + e];
             if constexpr (snapshot) {
-              snapshots[f].template store_rounded<typename Policy::rounding>(int32_t(element / Kc) + q, v, key);
+              snapshots[f].template store_rounded<typename Policy::rounding>(int32_t(element / ckpt_chunk) + q, v, key);
 #pragma unroll
-              for (int e = 0; e < Kc; ++e) t.v[i][q * Kc + e] = v[e];
+              for (int e = 0; e < ckpt_chunk; ++e) t.v[i][q * ckpt_chunk + e] = v[e];
             } else {
-              st.checkpoint.template store<typename Policy::rounding>(int32_t(element / Kc) + q, v, key);
+              st.checkpoint.template store<typename Policy::rounding>(int32_t(element / ckpt_chunk) + q, v, key);
             }
           }
           if constexpr (!Policy::shared_state) {
             // A separate read copy rounds to nearest (head_step.hpp says why).
 #pragma unroll
-            for (int q = 0; q < U / Kr; ++q) {
-              float v[Kr];
+            for (int q = 0; q < unit / read_chunk; ++q) {
+              float v[read_chunk];
 #pragma unroll
-              for (int e = 0; e < Kr; ++e) v[e] = t.v[i][q * Kr + e];
-              st.read_copy.template store<round_nearest_even>(int32_t(element / Kr) + q, v, key);
+              for (int e = 0; e < read_chunk; ++e) v[e] = t.v[i][q * read_chunk + e];
+              st.read_copy.template store<round_nearest_even>(int32_t(element / read_chunk) + q, v, key);
             }
           }
         }
-        if constexpr (outputs) detail::store_row_sums<I>(lanes, part, row0, end, 1, P, w.floats(w.l.row_sum) + f * P);
+        if constexpr (outputs) store_row_sums<lane_rows>(lanes, part, row0, end, 1, P, w.floats(w.l.row_sum) + f * P);
       }
     };
     stream.for_each_stage(decayed_stage, fold_and_store);
   });
   if constexpr (outputs) {
     __syncwarp();
-    detail::write_outputs<W>(w, in, rows, P, F - folds + 1, folds, nullptr, nullptr, lane);
+    write_outputs<W>(w, in, rows, P, F - folds + 1, folds, nullptr, nullptr, lane);
   }
 }
+
+}  // namespace detail
+
+/// One warp's Mamba-2 step on rows of one head (all of them by default), a warp primitive in
+/// the manner of CUB's: constructed on the warp's temp storage with the head's state, it
+/// starts streaming the state at once, before any other load of the step (the stream's
+/// latency then hides the rest); `step` runs the step of the plan, whose role (`role_of`)
+/// must be `Role`; `advance_cursor` records the step once every warp of the head has run it.
+/// Every lane of the warp calls each; a lane is the thread's index in its warp. With
+/// `Tokens` > 1 the read is a speculative verify step of up to `Tokens` drafts. `Engine`
+/// copies the state with the bulk copy engine (sm_90 on; the state's rows 16-byte aligned)
+/// or with the lanes (anywhere).
+///
+/// The temp storage is `temp_storage_bytes(shape)` bytes of shared memory per warp,
+/// 128-byte aligned (it depends on the layer's shape, so it is sized at launch). One warp
+/// per head of each request, as in examples/fused_kernel:
+///
+///     template <warp::warp_role Role, class Policy, class Act>
+///     __device__ void step_head(const mamba2_head_views<Policy, Act>& v, mamba2_layer_shape shape,
+///                               const step_plan& plan, uint8_t* warp_storage) {
+///       warp::mamba2_warp_step<Policy, Act, Role> step(warp_storage, v.state, shape);
+///       step.step(v.in, plan);
+///       step.advance_cursor(plan);  // the warp is the head's only one
+///     }
+///     // in the kernel, per warp:
+///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
+///     if (warp::role_of(plan) == warp::warp_role::flush) step_head<warp::warp_role::flush>(v, shape, plan, storage);
+///     else step_head<warp::warp_role::read>(v, shape, plan, storage);
+template <class Policy, class Act, warp_role Role, int Tokens = 1, copy_engine Engine = copy_engine::bulk>
+class mamba2_warp_step {
+ public:
+  using config = mamba2_warp_config<Policy>;
+  using layout = mamba2_warp_layout<Policy, Act, Role, Tokens>;
+  using stream_type = std::conditional_t<Role == warp_role::flush, typename config::template flush_stream<Engine>,
+                                         typename config::template read_stream<Engine, Tokens>>;
+
+  /// Bytes of shared memory each warp's temp storage takes for a layer of shape `s`.
+  __host__ __device__ static uint32_t temp_storage_bytes(mamba2_layer_shape s) { return layout::make(s).bytes; }
+  /// Part `part` of `parts` of a head's rows, split at whole stages: the rows each of
+  /// `parts` warps steps when several share a head.
+  __host__ __device__ static row_range part_rows(mamba2_layer_shape s, int32_t parts, int32_t part) {
+    return config::template part_rows<Role>(s, parts, part);
+  }
+
+  /// Starts streaming rows `rows` of the head's state (its read copy for a read, its
+  /// checkpoint for a flush) into `temp_storage`. `state` must outlive the step.
+  __device__ mamba2_warp_step(void* temp_storage, const mamba2_head_state<Policy, Act>& state, mamba2_layer_shape shape,
+                              row_range rows)
+      : storage_(static_cast<uint8_t*>(temp_storage)),
+        state_(state),
+        shape_(shape),
+        rows_(rows),
+        stream_(*static_cast<typename stream_type::TempStorage*>(temp_storage), streamed(state),
+                rows.first * shape.state_dim, rows.count * shape.state_dim, lane()) {}
+  /// Starts streaming every row of the head.
+  __device__ mamba2_warp_step(void* temp_storage, const mamba2_head_state<Policy, Act>& state, mamba2_layer_shape shape)
+      : mamba2_warp_step(temp_storage, state, shape, row_range{0, shape.head_dim}) {}
+
+  /// The step of `plan` (of `Kind`; a verify step's flush folds the committed entries only
+  /// and writes no output, its read follows with the drafts). The cursor is not moved.
+  template <step_kind Kind = step_kind::decode>
+  __device__ void step(const mamba2_head_inputs<Act>& in, const step_plan& plan) {
+    if constexpr (Role == warp_role::flush) {
+      detail::flush_rows<Kind, Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, lane(), nullptr);
+    } else {
+      static_assert(Kind == step_kind::verify || Tokens == 1, "mamba2_warp_step: a decode step reads one token");
+      detail::read_rows<Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, lane());
+    }
+  }
+
+  /// The snapshot baseline's verify step (a write-back policy): the drafts of `plan` folded
+  /// in turn, draft t's y written from its state and the state stored to `snapshots[t]`.
+  __device__ void fold_drafts(const mamba2_head_inputs<Act>& in, const step_plan& plan,
+                              const state_head_view<typename Policy::checkpoint_format>* snapshots) {
+    static_assert(Policy::is_writeback && Role == warp_role::flush, "mamba2_warp_step: drafts fold in write-back");
+    detail::flush_rows<step_kind::verify, Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, lane(),
+                                                  snapshots);
+  }
+
+  /// Gives the step up: waits for the stream's copies, so that none lands in shared memory
+  /// the warp no longer owns.
+  __device__ void drain() { stream_.drain(); }
+
+  /// Records the step of `plan` in the head's cursor (lane 0 writes it): once every warp of
+  /// the head has run `step`.
+  __device__ void advance_cursor(const step_plan& plan, step_kind kind = step_kind::decode) const {
+    if (lane() == 0 && state_.cursor != nullptr) *state_.cursor = next_cursor(plan, kind);
+  }
+
+ private:
+  __device__ static int lane() { return int(threadIdx.x % 32); }
+  __device__ static const auto& streamed(const mamba2_head_state<Policy, Act>& st) {
+    if constexpr (Role == warp_role::flush || Policy::shared_state)
+      return st.checkpoint;
+    else
+      return st.read_copy;
+  }
+
+  uint8_t* storage_;
+  const mamba2_head_state<Policy, Act>& state_;
+  mamba2_layer_shape shape_;
+  row_range rows_;
+  stream_type stream_;
+};
 
 }  // namespace warp
 }  // namespace replayssm
