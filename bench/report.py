@@ -404,6 +404,27 @@ def mamba2_split(page, shapes):
                rows, "^(writeback/(nano|super)/fp32/|(replay|flush_and_read)/(nano|super)/(fp32|read_[a-z0-9_]+)/W16/)")
 
 
+def mamba2_fused(page, shapes):
+    res = page.results
+    rows = []
+    for shape in shapes:
+        head = ("mamba2", "fused", shape, "fp32", "W16")
+        for n in res.batches(*head, "ready_made"):
+            ready, ready_norm, engine, fused = (res.get(*head, v, batch=n) for v in (
+                "ready_made", "ready_made_then_norm", "engine_step", "engine_step_with_norm"))
+            rows.append([SHORT[shape], str(n), num(us(ready)), num(us(ready_norm)), num(us(engine)), num(us(fused)),
+                         num(ratio(us(ready_norm), us(fused)), ".2f", "x"), num(ratio(us(engine), us(ready)), ".3f")])
+    page.table("An engine's fused kernel, FP32 state, W = 16",
+               "examples/fused_kernel's kernel (one warp per head on the warp primitive "
+               "`warp::mamba2_warp_step`, reading or flushing as the head's plan says) with the RMSNorm "
+               "of the gated output fused after the step, against the ready-made step followed by a "
+               "norm kernel; and the engine kernel's step alone against the ready-made step. Mean step "
+               "over whole windows, every request in the same phase.",
+               ["shape", "batch", "ready-made us", "ready-made + norm us", "engine step us",
+                "engine step + fused norm us", "fused speedup", "engine step / ready-made"],
+               rows, "^fused/(nano|super)/fp32/W16/")
+
+
 def split_label(mode):
     m = re.match(r"^read_([a-z0-9_]+?)_ckpt_([a-z0-9]+)(_sr)?$", mode)
     if not m:
@@ -528,7 +549,7 @@ def mamba2_section(page):
         return
     page.add("## Mamba-2", "")
     shapes = list(MAMBA2_SHAPES)
-    for table in (mamba2_steps, mamba2_window, mamba2_staggered, mamba2_split):
+    for table in (mamba2_steps, mamba2_window, mamba2_staggered, mamba2_split, mamba2_fused):
         table(page, shapes)
     spec(page, "mamba2", shapes, "")
 

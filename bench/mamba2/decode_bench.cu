@@ -12,6 +12,8 @@ namespace replayssm_bench {
 
 /// Registers the speculative-decoding benchmarks (mamba2/spec_bench.cu).
 void register_mamba2_spec();
+/// Registers an engine's fused kernel against the ready-made step (mamba2/fused_bench.cu).
+void register_mamba2_fused();
 
 namespace {
 
@@ -74,6 +76,7 @@ void register_split(const named_shape<mamba2_layer_shape>& m) {
 
 void register_mamba2() {
   register_mamba2_spec();
+  register_mamba2_fused();
   register_split(nano);
   for (const auto& m : {nano, super}) {
     register_format<fp32_format>(m);

@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// Example: an engine's own fused kernel built from the replay primitives. One launch runs
-// the replay step of each (request, head) and, in the same block, Mamba-2's gated RMSNorm
-// over the head's channels:
+// Example: an engine's own fused kernel. One launch runs the replay decode step of each
+// (request, head) and, in the same warp, the RMSNorm of Mamba-2's gated output over the
+// head's channels:
 //
-//   out = rmsnorm(y * silu(z)) * weight,   y = the replay output without its gate
+//   out = rmsnorm(y) * weight,   y = the replay output, its gate silu(z) included
 //
-// The same fused function runs on the CPU (serial executor) and, with `--device cuda`, as a
-// CUDA kernel (block executor). It checks itself against the ready-made step, which applies
-// the gate, followed by a separate normalization, and prints
+// With `--device cuda` the kernel is replay_norm_kernel.cuh: one warp per head on the
+// library's warp primitive, warp::mamba2_warp_step (what the ready-made CUDA steps are built
+// from). On the CPU the same step is the head step with the serial executor. It checks
+// itself against the ready-made step followed by a separate normalization, and prints
 //
 //   fused_vs_readymade_max_rel_err=<value> steps=<n> device=<cpu|cuda>
 #include <replayssm/replayssm.hpp>
 #if REPLAYSSM_CUDA_COMPILER
-#include <replayssm/cuda.cuh>
+#include "replay_norm_kernel.cuh"
 #endif
 
 #include <cmath>
@@ -34,51 +35,25 @@ constexpr mamba2_layer_shape shape{8, 64, 128, 2};
 constexpr int batch = 4;
 constexpr float norm_eps = 1e-6f;
 
-/// Gated RMSNorm of one head, in place over y[0, P): y = rmsnorm(y * silu(z)) * weight.
-/// `sum` is one float of scratch for the sum of squares.
-template <class Exec>
-REPLAYSSM_HOST_DEVICE void gated_rmsnorm(const Exec& ex, float* y, const float* z, const float* weight, int P,
-                                         float* sum) {
-  ex.for_each(P, [&](int p) { y[p] = math::mul(y[p], math::silu(z[p])); });
-  ex.sync();
-  if (ex.leader()) {
-    float s = 0.0f;
-    for (int p = 0; p < P; ++p) s = math::fma(y[p], y[p], s);
-    *sum = s;
-  }
-  ex.sync();
-  const float inv = 1.0f / std::sqrt(math::add(*sum / float(P), norm_eps));
-  ex.for_each(P, [&](int p) { y[p] = math::mul(math::mul(y[p], inv), weight[p]); });
+/// RMSNorm in place of one head's outputs y[0, P), times `weight`, on the host.
+void rmsnorm(float* y, const float* weight, int P) {
+  float sum = 0.0f;
+  for (int p = 0; p < P; ++p) sum = math::fma(y[p], y[p], sum);
+  const float inverse = 1.0f / std::sqrt(math::add(sum / float(P), norm_eps));
+  for (int p = 0; p < P; ++p) y[p] = math::mul(math::mul(y[p], inverse), weight[p]);
 }
 
-/// The fused step of request b, head h: the replay primitives without the gate, then the
-/// norm on the head's output, all in one block (or one CPU call).
-template <class Exec>
-REPLAYSSM_HOST_DEVICE uint32_t fused_head_step(const Exec& ex, const mamba2_params<float>& p, const float* norm_weight,
-                                               int b, int h, float* scratch) {
+/// The fused step on the CPU, request b, head h: the head step, then the norm.
+uint32_t fused_head_step(const mamba2_params<float>& p, const float* norm_weight, int b, int h, float* scratch) {
   const int32_t slot = p.slot_indices != nullptr ? p.slot_indices[b] : b;
   if (slot == p.pad_slot_id) return step_ok;
-  mamba2_head_views<policy, float> v(p, b, h, slot);
-  v.in.z = {};  // the gate moves into the norm
-  const mamba2_layer_shape s = p.shape();
-  const uint32_t errors = mamba2_head_step(ex, v.in, v.state, s, scratch);
-  ex.sync();
-  const float* z = p.z + b * p.z_batch_stride + h * p.z_head_stride;
-  const float* weight = norm_weight + h * p.head_dim;
-  gated_rmsnorm(ex, v.in.y.data, z, weight, p.head_dim, scratch + mamba2_scratch_layout<policy>::make(s).total);
+  const mamba2_head_views<policy, float> v(p, b, h, slot);
+  const uint32_t errors = mamba2_head_step(serial_executor{}, v.in, v.state, p.shape(), scratch);
+  rmsnorm(v.in.y.at(0), norm_weight + h * p.head_dim, p.head_dim);
   return errors;
 }
 
-size_t fused_scratch_bytes() {
-  return mamba2_scratch_layout<policy>::make(shape).bytes() + sizeof(float);
-}
-
 #if REPLAYSSM_CUDA_COMPILER
-__global__ void fused_kernel(const mamba2_params<float> p, const float* norm_weight) {
-  extern __shared__ float4 scratch[];
-  fused_head_step(block_executor{}, p, norm_weight, blockIdx.y, blockIdx.x, reinterpret_cast<float*>(scratch));
-}
-
 void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
@@ -112,17 +87,16 @@ class runner {
   /// One fused step over host params `p` (device mirrors when running on the GPU).
   void fused(const mamba2_params<float>& p, const std::vector<float>& weight, [[maybe_unused]] layer& l) {
 #if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return on_device(p, l, [&](const mamba2_params<float>& d) {
-      float* w = upload(weight.data(), weight.size() * 4);
-      const size_t smem = fused_scratch_bytes();
-      fused_kernel<<<dim3(shape.heads, batch), cuda::decode_block_threads, smem>>>(d, w);
-      check_cuda(cudaGetLastError(), "fused kernel");
-    });
+    if (cuda_)
+      return on_device(p, l, [&](const mamba2_params<float>& d) {
+        const float* w = upload(weight.data(), weight.size() * 4);
+        replayssm_example::launch_replay_norm<policy>(d, w, norm_eps, nullptr).throw_if_error();
+      });
 #endif
-    std::vector<float> scratch(fused_scratch_bytes() / 4);
+    std::vector<float> scratch(mamba2_scratch_layout<policy>::make(shape).bytes() / 4);
     for (int b = 0; b < p.batch; ++b)
       for (int h = 0; h < p.heads; ++h)
-        if (fused_head_step(serial_executor{}, p, weight.data(), b, h, scratch.data()) != step_ok)
+        if (fused_head_step(p, weight.data(), b, h, scratch.data()) != step_ok)
           throw std::runtime_error("fused step reported an error");
   }
 
@@ -134,17 +108,9 @@ class runner {
     } else
 #endif
       cpu::replay_decode_step<policy>(p).throw_if_error();
-    float* y = p.y;
     for (int b = 0; b < p.batch; ++b)
-      for (int h = 0; h < p.heads; ++h) {
-        float* yh = y + b * p.y_batch_stride + h * p.y_head_stride;
-        // y already carries the gate: normalize it as the fused step does after gating.
-        float sum = 0.0f;
-        for (int i = 0; i < p.head_dim; ++i) sum = math::fma(yh[i], yh[i], sum);
-        const float inv = 1.0f / std::sqrt(math::add(sum / float(p.head_dim), norm_eps));
-        for (int i = 0; i < p.head_dim; ++i)
-          yh[i] = math::mul(math::mul(yh[i], inv), weight[size_t(h) * p.head_dim + size_t(i)]);
-      }
+      for (int h = 0; h < p.heads; ++h)
+        rmsnorm(p.y + b * p.y_batch_stride + h * p.y_head_stride, weight.data() + size_t(h) * p.head_dim, p.head_dim);
   }
 
  private:
@@ -247,8 +213,8 @@ int run(bool cuda, int steps) {
     max_err = std::max(max_err, std::sqrt(num / den));
   }
   std::printf("fused_vs_readymade_max_rel_err=%.3e steps=%d device=%s\n", max_err, steps, cuda ? "cuda" : "cpu");
-  // The fused kernel runs the same primitives in the same order: agreement is to the bit,
-  // and anything beyond float rounding is a defect.
+  // The fused step runs the ready-made step's arithmetic; only the norm's sum may add in
+  // another order (the warp's), so anything beyond float rounding is a defect.
   return max_err <= 1e-6 ? 0 : 1;
 }
 

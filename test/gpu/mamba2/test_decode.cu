@@ -3,6 +3,7 @@
 // bit against the CPU path (every launch configuration, a user-defined format), and
 // device-side error reporting.
 #include "../../../examples/custom_policy/mxfp4_format.hpp"
+#include "../../../examples/fused_kernel/replay_norm_kernel.cuh"
 #include "device_runner.cuh"
 
 using namespace replayssm;
@@ -26,6 +27,25 @@ TEST_CASE("gpu mamba2 replay matches the reference at a batch beyond one launch"
   // 240 requests x 16 heads: more warps than the device holds at once, so that a step runs
   // its flush and read launches side by side (the batches above take one launch).
   gpu_mamba2_scenario<replay_policy<8, fp32_format>, float>({{16, 16, 32, 2}, 240, 301, true, true, 18}, 4, true);
+}
+
+/// run_mamba2_scenario with the replay step an engine's kernel on the warp primitive
+/// (examples/fused_kernel's, its norm left out): one warp per head reads or flushes as the
+/// head's plan says.
+template <class Policy, class Act>
+void engine_kernel_scenario(const mamba2_case& c, int windows) {
+  using writeback = mamba2_host_state<writeback_policy<typename Policy::checkpoint_format>, Act>;
+  run_mamba2_scenario<Policy, Act>(c, windows, true, {output_tolerance<Act>(), 1e-5}, device_decode<writeback>(),
+                                   [](const mamba2_params<Act>& hp, mamba2_host_state<Policy, Act>& st) {
+                                     return device_run(hp, st, [](const mamba2_params<Act>& p) {
+                                       return replayssm_example::launch_replay_norm<Policy>(p, nullptr, 0.0f, nullptr);
+                                     });
+                                   });
+}
+
+TEST_CASE("an engine's kernel on the mamba2 warp primitive matches the reference", "[gpu][mamba2][decode]") {
+  engine_kernel_scenario<replay_policy<16, fp32_format>, float>({{8, 80, 128, 2}, 5, 9, true, true, 81}, 4);
+  engine_kernel_scenario<replay_policy<8, fp32_format>, bfloat16_t>({{4, 16, 32, 2}, 70, 91, true, true, 82}, 4);
 }
 
 TEST_CASE("gpu mamba2 warp steps at the edges of their shapes", "[gpu][mamba2][decode]") {
