@@ -315,7 +315,7 @@ __device__ void store_read_chunks(const state_head_view<typename Policy::read_fo
 /// The four lanes of a state row in a flush (`gdn_row_config`): lanes l, l + 8,
 /// l + 16 and l + 24, chains 0 to 3; their dot products meet as the block executor's
 /// `row_sum` pairs them, (0 + 1) + (2 + 3), so that `fold_row` and `row_dot` give the CPU's
-/// bits.
+/// bits (the order is the checkpoint's definition, which CUB's WarpReduce does not promise).
 struct warp_row_lanes {
   static constexpr int row_lanes = replayssm::detail::gdn_dot_chains;
   __device__ float row_sum(float x) const {

@@ -2,7 +2,10 @@
 /// \file async_copy.cuh
 /// The device's asynchronous copies from global to shared memory that a warp's streams
 /// are built on: bulk copies completing on an mbarrier (sm_90+), and per-lane 16-byte
-/// copies (sm_80+) with a plain-load fallback below that. Device code only.
+/// copies (sm_80+) with a plain-load fallback below that. Device code only. Not libcu++'s
+/// `cuda::barrier` and `memcpy_async_tx`: its global `cuda` namespace makes every user's
+/// `using namespace replayssm; cuda::replay_decode_step(...)` ambiguous (tried: the
+/// library's own benchmark stopped compiling), so the instructions are written here.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -75,7 +75,8 @@ __device__ void halve(float (&v)[N], value_share& share, int& offset, int positi
 /// Sums each of the N values `v` over a group of `group` consecutive lanes (a power of two
 /// up to 32; `position` the lane's place in it), spread over the group's lanes: a
 /// reduce-scatter, which sums 8 values over 32 lanes in 9 shuffles where every lane summing
-/// every value takes 40. Every lane of the warp calls it.
+/// every value takes 40 (CUB's warp reductions leave each sum on one lane, and have no
+/// reduce-scatter). Every lane of the warp calls it.
 template <int N>
 __device__ value_share reduce_scatter(float (&v)[N], int group, int position) {
   value_share share{0, N, true};
