@@ -45,7 +45,7 @@ void rmsnorm(float* y, const float* weight, int P) {
 
 /// The fused step on the CPU, request b, head h: the head step, then the norm.
 uint32_t fused_head_step(const mamba2_params<float>& p, const float* norm_weight, int b, int h, float* scratch) {
-  const int32_t slot = p.slot_indices != nullptr ? p.slot_indices[b] : b;
+  const int32_t slot = request_slot(p, b);
   if (slot == p.pad_slot_id) return step_ok;
   const mamba2_head_views<policy, float> v(p, b, h, slot);
   const uint32_t errors = mamba2_head_step(serial_executor{}, v.in, v.state, p.shape(), scratch);

@@ -25,7 +25,10 @@ __device__ void warp_rmsnorm(Act* y, const float* weight, int32_t P, float eps) 
   using replayssm::to_float;
   const int lane = int(threadIdx.x % 32);
   float sum = 0.0f;
-  for (int32_t p = lane; p < P; p += 32) sum = fmaf(to_float(y[p]), to_float(y[p]), sum);
+  for (int32_t p = lane; p < P; p += 32) {
+    const float v = to_float(y[p]);
+    sum = fmaf(v, v, sum);
+  }
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
   const float inverse = rsqrtf(sum / float(P) + eps);
   for (int32_t p = lane; p < P; p += 32) y[p] = from_float<Act>(to_float(y[p]) * inverse * weight[p]);
@@ -61,7 +64,7 @@ __global__ void __launch_bounds__(engine_warps * 32)
   const int32_t warp_index = int32_t(threadIdx.x / 32), h = int32_t(blockIdx.x) * engine_warps + warp_index;
   const int32_t b = int32_t(blockIdx.y);
   if (h >= p.heads) return;
-  const int32_t slot = p.slot_indices != nullptr ? p.slot_indices[b] : b;
+  const int32_t slot = request_slot(p, b);
   if (slot == p.pad_slot_id) return;
   const mamba2_head_views<Policy, Act> v(p, b, h, slot);
   const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
@@ -81,7 +84,7 @@ __global__ void __launch_bounds__(engine_warps * 32)
     rmsnorm_kernel(const replayssm::mamba2_params<Act> p, const float* weight, float eps) {
   const int32_t h = int32_t(blockIdx.x) * engine_warps + int32_t(threadIdx.x / 32), b = int32_t(blockIdx.y);
   if (h >= p.heads) return;
-  if (p.slot_indices != nullptr && p.slot_indices[b] == p.pad_slot_id) return;
+  if (replayssm::request_slot(p, b) == p.pad_slot_id) return;
   warp_rmsnorm(p.y + int64_t(b) * p.y_batch_stride + int64_t(h) * p.y_head_stride, weight + int64_t(h) * p.head_dim,
                p.head_dim, eps);
 }
