@@ -31,9 +31,9 @@ struct tag {
 // clang-format off
 using policies = type_list<
     rs::writeback_policy<rs::fp32_format>,
+    rs::replay_policy<16, rs::fp32_format>,
     rs::writeback_policy<rs::fp16_format>,
     rs::writeback_policy<rs::bf16_format>,
-    rs::replay_policy<16, rs::fp32_format>,
     rs::replay_policy<8, rs::fp32_format>,
     rs::replay_policy<32, rs::fp32_format>,
     rs::replay_policy<16, rs::fp16_format, rs::fp16_format, rs::round_stochastic>,

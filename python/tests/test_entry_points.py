@@ -122,7 +122,7 @@ ENTRIES = [
     (compiled(wrapper, "inductor"), "torch", ("int32", "int64")),
 ]
 POLICIES = {"cpu": [rs.writeback_policy("fp32"), rs.replay_policy(8)],
-            # the first four policies: a build with REPLAYSSM_PYTHON_CUDA_POLICIES=4 has them
+            # the first two policies: a build with REPLAYSSM_PYTHON_CUDA_POLICIES=2 has them
             "cuda": [rs.writeback_policy("fp32"), rs.replay_policy(16)]}
 SHAPES = {"cpu": {"mamba2": MAMBA2, "gated_deltanet": GDN},
           "cuda": {"mamba2": rs.Mamba2Shape(96, 80, 128, 8), "gated_deltanet": rs.GDNShape(32, 16, 128, 128)}}
