@@ -54,6 +54,17 @@ __host__ __device__ inline warp_role role_of(const step_plan& plan) {
   return plan.writes_checkpoint ? warp_role::flush : warp_role::read;
 }
 
+/// What a warp step does with each output it forms, by default: stores y of token t, row p
+/// (the gate applied) to the step's output rows in the activation type. An engine's kernel
+/// may hand its own handler to `mamba2_warp_step::step` instead, to use the outputs before
+/// they leave the warp: `out(t, p, y)` is called by the lane that formed y, lane l taking
+/// rows first + l, first + l + 32, ... of the warp's rows.
+template <class Act>
+struct store_outputs {
+  const mamba2_head_inputs<Act>& in;
+  __device__ void operator()(int32_t t, int32_t p, float y) const { in.y.at(t)[p] = from_float<Act>(y); }
+};
+
 /// Stage sizes of the Mamba-2 warp steps.
 template <class Policy>
 struct mamba2_warp_config {
@@ -412,14 +423,14 @@ __device__ void query_coefficients(const warp_window<Layout, Act>& w, int32_t se
   __syncwarp();
 }
 
-/// Writes y of rows `rows` of the first `tokens` tokens, token t's x in staged row seen0 - 1
-/// + t: its state term row_sum[t * P + p] times decay[t] (1 without `decay`) and its window
-/// term sum_i weight[t * W + i] x_i over the staged rows i < seen0 + t (none without
-/// `weight`).
-template <int W, class Layout, class Act>
+/// Hands y of rows `rows` of the first `tokens` tokens to `out` (`out(t, p, y)`), token t's
+/// x in staged row seen0 - 1 + t: its state term row_sum[t * P + p] times decay[t] (1
+/// without `decay`) and its window term sum_i weight[t * W + i] x_i over the staged rows
+/// i < seen0 + t (none without `weight`).
+template <int W, class Layout, class Act, class Outputs>
 __device__ void write_outputs(const warp_window<Layout, Act>& w, const mamba2_head_inputs<Act>& in, row_range rows,
                               int32_t P, int32_t seen0, int32_t tokens, const float* decay, const float* weight,
-                              int lane) {
+                              Outputs& out, int lane) {
   const bool gated = in.z.data != nullptr;
   const float* row_sum = w.floats(w.l.row_sum);
   for (int32_t t = 0; t < tokens; ++t) {
@@ -431,8 +442,9 @@ __device__ void write_outputs(const warp_window<Layout, Act>& w, const mamba2_he
       for (int j = 0; j < W; ++j)
         if (j < seen) window_term = math::fma(weight[t * W + j], to_float(w.x(j)[p]), window_term);
       const float z = gated ? to_float(w.z(t)[p]) : 0.0f;
-      in.y.at(t)[p] = from_float<Act>(mamba2::output(math::mul(state_decay, row_sum[t * P + p]), window_term, in.D,
-                                                     to_float(w.x(seen0 - 1 + t)[p]), z, gated));
+      out(t, p,
+          mamba2::output(math::mul(state_decay, row_sum[t * P + p]), window_term, in.D, to_float(w.x(seen0 - 1 + t)[p]),
+                         z, gated));
     }
   }
 }
@@ -487,10 +499,11 @@ struct state_tile {
 /// decode step has one token; a verify step up to `Tokens` drafts, each seeing the drafts
 /// before it, and the entries a flush folded first (`plan.folded`, done by a verify flush
 /// before this step) already in the state it reads. `plan` must not write the checkpoint
-/// otherwise.
-template <int Tokens, class Stream, class Policy, class Act>
+/// otherwise. The outputs go to `out` (`output_rows`).
+template <int Tokens, class Stream, class Policy, class Act, class Outputs>
 __device__ void read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
-                          mamba2_layer_shape s, const step_plan& plan, row_range rows, uint8_t* smem, int lane) {
+                          mamba2_layer_shape s, const step_plan& plan, row_range rows, uint8_t* smem, Outputs& out,
+                          int lane) {
   using config = mamba2_warp_config<Policy>;
   using format = typename config::read_format;
   using lanes_t = typename config::read_lanes;
@@ -535,7 +548,7 @@ __device__ void read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, con
   stage_decays(w, in, plan, staged, tokens, lane);
   if constexpr (layout_t::stages_key_dots) key_dots<W, Tokens>(w, w.floats(w.l.weight), N, staged.count, T, lane);
   query_coefficients<W>(w, seen0, T, lane);
-  write_outputs<W>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), lane);
+  write_outputs<W>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), out, lane);
 
   for (int32_t t = 0; t < T; ++t) {
     const int32_t ring = plan.ring_slot(L + t), row = seen0 - 1 + t;
@@ -559,11 +572,11 @@ __device__ void read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, con
 /// the committed entries only and writes nothing else (the verify read follows). A
 /// write-back policy's verify step is the snapshot baseline: its drafts (up to `Tokens`)
 /// fold one by one, each writing y from its state and storing it to `snapshots[t]`, which
-/// the next draft goes on from as stored.
-template <step_kind Kind, int Tokens, class Stream, class Policy, class Act>
+/// the next draft goes on from as stored. The outputs go to `out` (`output_rows`).
+template <step_kind Kind, int Tokens, class Stream, class Policy, class Act, class Outputs>
 __device__ void flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
-                           mamba2_layer_shape s, const step_plan& plan, row_range rows, uint8_t* smem, int lane,
-                           const state_head_view<typename Policy::checkpoint_format>* snapshots) {
+                           mamba2_layer_shape s, const step_plan& plan, row_range rows, uint8_t* smem, Outputs& out,
+                           int lane, const state_head_view<typename Policy::checkpoint_format>* snapshots) {
   using config = mamba2_warp_config<Policy>;
   using ckpt_format = typename config::checkpoint_format;
   using read_format = typename config::read_format;
@@ -701,7 +714,7 @@ __device__ void flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
   });
   if constexpr (outputs) {
     __syncwarp();
-    write_outputs<W>(w, in, rows, P, F - folds + 1, folds, nullptr, nullptr, lane);
+    write_outputs<W>(w, in, rows, P, F - folds + 1, folds, nullptr, nullptr, out, lane);
   }
 }
 
@@ -763,14 +776,21 @@ class mamba2_warp_step {
       : mamba2_warp_step(temp_storage, state, shape, row_range{0, shape.head_dim}) {}
 
   /// The step of `plan` (of `Kind`; a verify step's flush folds the committed entries only
-  /// and writes no output, its read follows with the drafts). The cursor is not moved.
+  /// and writes no output, its read follows with the drafts), its outputs stored to `in.y`.
+  /// The cursor is not moved.
   template <step_kind Kind = step_kind::decode>
   __device__ void step(const mamba2_head_inputs<Act>& in, const step_plan& plan) {
+    step<Kind>(in, plan, store_outputs<Act>{in});
+  }
+  /// The step of `plan`, each output handed to `out` (`out(t, p, y)`, `store_outputs`)
+  /// rather than stored.
+  template <step_kind Kind = step_kind::decode, class Outputs>
+  __device__ void step(const mamba2_head_inputs<Act>& in, const step_plan& plan, Outputs&& out) {
     if constexpr (Role == warp_role::flush) {
-      detail::flush_rows<Kind, Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, lane(), nullptr);
+      detail::flush_rows<Kind, Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, lane(), nullptr);
     } else {
       static_assert(Kind == step_kind::verify || Tokens == 1, "mamba2_warp_step: a decode step reads one token");
-      detail::read_rows<Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, lane());
+      detail::read_rows<Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, lane());
     }
   }
 
@@ -779,7 +799,8 @@ class mamba2_warp_step {
   __device__ void fold_drafts(const mamba2_head_inputs<Act>& in, const step_plan& plan,
                               const state_head_view<typename Policy::checkpoint_format>* snapshots) {
     static_assert(Policy::is_writeback && Role == warp_role::flush, "mamba2_warp_step: drafts fold in write-back");
-    detail::flush_rows<step_kind::verify, Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, lane(),
+    store_outputs<Act> out{in};
+    detail::flush_rows<step_kind::verify, Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, lane(),
                                                   snapshots);
   }
 

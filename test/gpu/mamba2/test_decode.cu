@@ -29,23 +29,68 @@ TEST_CASE("gpu mamba2 replay matches the reference at a batch beyond one launch"
   gpu_mamba2_scenario<replay_policy<8, fp32_format>, float>({{16, 16, 32, 2}, 240, 301, true, true, 18}, 4, true);
 }
 
+/// One request's outputs `y` (heads x head_dim) normalized head by head in float64: RMSNorm
+/// times `weight` (examples/fused_kernel's norm, written from its formula).
+template <class T>
+void rmsnorm_reference(T* y, const std::vector<float>& weight, const mamba2_layer_shape& s, double eps) {
+  for (int h = 0; h < s.heads; ++h) {
+    T* head = y + size_t(h) * s.head_dim;
+    double sum = 0.0;
+    for (int p = 0; p < s.head_dim; ++p) sum += widen(head[p]) * widen(head[p]);
+    const double inverse = 1.0 / std::sqrt(sum / s.head_dim + eps);
+    for (int p = 0; p < s.head_dim; ++p) {
+      const double normalized = widen(head[p]) * inverse * double(weight[size_t(h) * s.head_dim + p]);
+      if constexpr (std::is_same_v<T, double>)
+        head[p] = normalized;
+      else
+        head[p] = from_float<T>(float(normalized));
+    }
+  }
+}
+
 /// run_mamba2_scenario with the replay step an engine's kernel on the warp primitive
-/// (examples/fused_kernel's, its norm left out): one warp per head reads or flushes as the
-/// head's plan says.
+/// (examples/fused_kernel's): one warp per head, or four at small batches, reads or flushes
+/// as the head's plan says. With `norm` the kernel normalizes each head's outputs before
+/// storing them; the reference's outputs and the write-back step's are then normalized in
+/// float64 on the host.
 template <class Policy, class Act>
-void engine_kernel_scenario(const mamba2_case& c, int windows) {
+void engine_kernel_scenario(const mamba2_case& c, int windows, bool norm) {
   using writeback = mamba2_host_state<writeback_policy<typename Policy::checkpoint_format>, Act>;
-  run_mamba2_scenario<Policy, Act>(c, windows, true, {output_tolerance<Act>(), 1e-5}, device_decode<writeback>(),
-                                   [](const mamba2_params<Act>& hp, mamba2_host_state<Policy, Act>& st) {
-                                     return device_run(hp, st, [](const mamba2_params<Act>& p) {
-                                       return replayssm_example::launch_replay_norm<Policy>(p, nullptr, 0.0f, nullptr);
-                                     });
-                                   });
+  constexpr float eps = 1e-6f;
+  std::mt19937_64 rng(c.seed + 1000);
+  std::uniform_real_distribution<float> draw(0.5f, 1.5f);
+  std::vector<float> weight(size_t(c.shape.heads) * c.shape.head_dim);
+  for (float& w : weight) w = draw(rng);
+  const size_t ys = mamba2_harness::outputs(c.shape);
+  step_runner<writeback> run_writeback = [&](const mamba2_params<Act>& hp, writeback& st) {
+    const status s = device_decode<writeback>()(hp, st);
+    for (int b = 0; norm && b < hp.batch; ++b) rmsnorm_reference(hp.y + size_t(b) * ys, weight, c.shape, eps);
+    return s;
+  };
+  std::function<void(double*)> normalize;
+  if (norm) normalize = [&](double* y) { rmsnorm_reference(y, weight, c.shape, eps); };
+  run_mamba2_scenario<Policy, Act>(
+      c, windows, true, {output_tolerance<Act>(), 1e-5}, run_writeback,
+      [&](const mamba2_params<Act>& hp, mamba2_host_state<Policy, Act>& st) {
+        return device_run(hp, st, [&](const mamba2_params<Act>& p) {
+          const device_copy w(weight.data(), weight.size() * sizeof(float));
+          const status launched =
+              replayssm_example::launch_replay_norm<Policy>(p, norm ? w.get<float>() : nullptr, eps, nullptr);
+          REPLAYSSM_CUDA_CHECK(cudaDeviceSynchronize());
+          return launched;
+        });
+      },
+      normalize);
 }
 
 TEST_CASE("an engine's kernel on the mamba2 warp primitive matches the reference", "[gpu][mamba2][decode]") {
-  engine_kernel_scenario<replay_policy<16, fp32_format>, float>({{8, 80, 128, 2}, 5, 9, true, true, 81}, 4);
-  engine_kernel_scenario<replay_policy<8, fp32_format>, bfloat16_t>({{4, 16, 32, 2}, 70, 91, true, true, 82}, 4);
+  // 5 requests x 8 heads: a head over four warps; 70 x 16: a warp per head.
+  for (const bool norm : {false, true}) {
+    INFO("norm " << norm);
+    engine_kernel_scenario<replay_policy<16, fp32_format>, float>({{8, 80, 128, 2}, 5, 9, true, true, 81}, 4, norm);
+    engine_kernel_scenario<replay_policy<8, fp32_format>, bfloat16_t>({{4, 16, 32, 2}, 70, 91, true, true, 82}, 4,
+                                                                      norm);
+  }
 }
 
 TEST_CASE("gpu mamba2 warp steps at the edges of their shapes", "[gpu][mamba2][decode]") {
