@@ -83,6 +83,36 @@ __device__ void mamba2_warp_request(const mamba2_params<Act>& p, int32_t b, int3
   if (at.part == 0) step.advance_cursor(plan, Kind);
 }
 
+/// Steps request `b` on slot `slot` in the launch that reads or flushes each request as
+/// planned (a small batch's one launch right after the planner): the head plans itself from
+/// its cursor and steps at once, overlapping the planner, and writes only if the planner
+/// planned the request so (`plan_after_planner`; a request with an error anywhere is
+/// planned to be skipped, and the planner reports it). A slot outside the pool, or a cursor
+/// no step leaves, is left to the planner.
+template <class Policy, class Act, warp::copy_engine Engine>
+__device__ void mamba2_planned_request(const mamba2_params<Act>& p, int32_t b, int32_t slot, const warp_place& at,
+                                       uint8_t* smem, int32_t parts) {
+  if (slot < 0 || slot >= p.num_slots) return;  // padding, or no state
+  const mamba2_head_views<Policy, Act> v(p, b, at.h, slot);
+  const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
+  if (plan.error != step_ok) return;
+  auto run = [&](auto role) {
+    using step_t = warp::mamba2_warp_step<Policy, Act, decltype(role)::value, 1, Engine>;
+    const mamba2_layer_shape shape = p.shape();
+    step_t step(smem, v.state, shape, step_t::part_rows(shape, parts, at.part));
+    constexpr request_plan wanted = decltype(role)::value == warp::warp_role::flush ? request_plan::flush
+                                                                                     : request_plan::read;
+    const bool stepped = step.step(v.in, plan, warp::store_outputs<Act>{v.in},
+                                   [&] { return plan_after_planner(p, b) == wanted; });
+    if (parts > 1) __syncthreads();
+    if (stepped && at.part == 0) step.advance_cursor(plan);
+  };
+  if (warp::role_of(plan) == warp::warp_role::flush)
+    run(std::integral_constant<warp::warp_role, warp::warp_role::flush>{});
+  else
+    run(std::integral_constant<warp::warp_role, warp::warp_role::read>{});
+}
+
 /// Whether a warp launch steps only the requests planned to flush, over fewer request rows
 /// than the batch (`for_each_planned`): a replay decode step's flush.
 template <class Policy, warp_launch Launch, step_kind Kind>
@@ -115,6 +145,8 @@ __global__ void __launch_bounds__(
   constexpr std::integral_constant<warp_role, warp_role::read> read;
   if constexpr (detail::flushes_planned_only<Policy, Launch, Kind>) {
     detail::for_each_planned(p, request_plan::flush, at.lane, [&](int32_t b) { step(flush, b, request_slot(p, b)); });
+  } else if constexpr (Launch == warp_launch::planned) {
+    detail::mamba2_planned_request<Policy, Act, Engine>(p, at.b, request_slot(p, at.b), at, smem, parts);
   } else if constexpr (Policy::is_writeback) {
     step(flush, at.b, request_slot(p, at.b));
   } else {
@@ -123,12 +155,7 @@ __global__ void __launch_bounds__(
     const request_plan planned =
         Launch == warp_launch::read ? detail::plan_beside_previous(p, at.b) : detail::plan_after_planner(p, at.b);
     if (planned == request_plan::skip) return;
-    if constexpr (Launch == warp_launch::planned) {
-      if (planned == request_plan::flush)
-        step(flush, at.b, slot);
-      else
-        step(read, at.b, slot);
-    } else if (Kind == step_kind::verify && Launch == warp_launch::read) {
+    if (Kind == step_kind::verify && Launch == warp_launch::read) {
       step(read, at.b, slot);  // every request stepped, after the flush of those planned to flush
     } else if (planned == (Launch == warp_launch::flush ? request_plan::flush : request_plan::read)) {
       constexpr warp_role role = Launch == warp_launch::flush ? warp_role::flush : warp_role::read;

@@ -65,6 +65,15 @@ struct store_outputs {
   __device__ void operator()(int32_t t, int32_t p, float y) const { in.y.at(t)[p] = from_float<Act>(y); }
 };
 
+/// A step's gate, by default: every step writes. A kernel that starts a step before it knows
+/// whether the step may run (a head that plans itself from its cursor while a planner checks
+/// the whole request) hands `mamba2_warp_step::step` its own: `gate()` is called by every
+/// lane once the step has read what it needs and before it writes anything, and a false
+/// abandons the step with nothing written.
+struct always_write {
+  __device__ bool operator()() const { return true; }
+};
+
 /// Stage sizes of the Mamba-2 warp steps.
 template <class Policy>
 struct mamba2_warp_config {
@@ -499,11 +508,12 @@ struct state_tile {
 /// decode step has one token; a verify step up to `Tokens` drafts, each seeing the drafts
 /// before it, and the entries a flush folded first (`plan.folded`, done by a verify flush
 /// before this step) already in the state it reads. `plan` must not write the checkpoint
-/// otherwise. The outputs go to `out` (`output_rows`).
-template <int Tokens, class Stream, class Policy, class Act, class Outputs>
-__device__ void read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
+/// otherwise. The outputs go to `out` (`store_outputs`); `gate()` is asked before the first
+/// write, and a false returns false with nothing written (`always_write`).
+template <int Tokens, class Stream, class Policy, class Act, class Outputs, class Gate>
+__device__ bool read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
                           mamba2_layer_shape s, const step_plan& plan, row_range rows, uint8_t* smem, Outputs& out,
-                          int lane) {
+                          Gate& gate, int lane) {
   using config = mamba2_warp_config<Policy>;
   using format = typename config::read_format;
   using lanes_t = typename config::read_lanes;
@@ -548,6 +558,7 @@ __device__ void read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, con
   stage_decays(w, in, plan, staged, tokens, lane);
   if constexpr (layout_t::stages_key_dots) key_dots<W, Tokens>(w, w.floats(w.l.weight), N, staged.count, T, lane);
   query_coefficients<W>(w, seen0, T, lane);
+  if (!gate()) return false;
   write_outputs<W>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), out, lane);
 
   for (int32_t t = 0; t < T; ++t) {
@@ -562,6 +573,7 @@ __device__ void read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, con
       if (lane == 0) st.window_dt[ring * st.window_dt_stride] = w.floats(w.l.dt)[row];
     }
   }
+  return true;
 }
 
 /// A flush of rows `rows` of one head by one warp, from `stream` (the checkpoint's, started
@@ -572,11 +584,13 @@ __device__ void read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, con
 /// the committed entries only and writes nothing else (the verify read follows). A
 /// write-back policy's verify step is the snapshot baseline: its drafts (up to `Tokens`)
 /// fold one by one, each writing y from its state and storing it to `snapshots[t]`, which
-/// the next draft goes on from as stored. The outputs go to `out` (`output_rows`).
-template <step_kind Kind, int Tokens, class Stream, class Policy, class Act, class Outputs>
-__device__ void flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
+/// the next draft goes on from as stored. The outputs go to `out` (`store_outputs`);
+/// `gate()` is asked before the first write, and a false returns false with nothing written
+/// (`always_write`).
+template <step_kind Kind, int Tokens, class Stream, class Policy, class Act, class Outputs, class Gate>
+__device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
                            mamba2_layer_shape s, const step_plan& plan, row_range rows, uint8_t* smem, Outputs& out,
-                           int lane, const state_head_view<typename Policy::checkpoint_format>* snapshots) {
+                           Gate& gate, int lane, const state_head_view<typename Policy::checkpoint_format>* snapshots) {
   using config = mamba2_warp_config<Policy>;
   using ckpt_format = typename config::checkpoint_format;
   using read_format = typename config::read_format;
@@ -626,6 +640,10 @@ __device__ void flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
   }
   __syncwarp();
 
+  if (!gate()) {
+    stream.drain();
+    return false;
+  }
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
   const int32_t stage_rows = config::template stage_rows<warp_role::flush>(N);
@@ -716,6 +734,7 @@ __device__ void flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
     __syncwarp();
     write_outputs<W>(w, in, rows, P, F - folds + 1, folds, nullptr, nullptr, out, lane);
   }
+  return true;
 }
 
 }  // namespace detail
@@ -786,11 +805,18 @@ class mamba2_warp_step {
   /// rather than stored.
   template <step_kind Kind = step_kind::decode, class Outputs>
   __device__ void step(const mamba2_head_inputs<Act>& in, const step_plan& plan, Outputs&& out) {
+    step<Kind>(in, plan, out, always_write{});
+  }
+  /// The step of `plan`, its outputs handed to `out`, written only if `gate()` says so once
+  /// the step has read what it needs (`always_write`); returns whether it wrote.
+  template <step_kind Kind = step_kind::decode, class Outputs, class Gate>
+  __device__ bool step(const mamba2_head_inputs<Act>& in, const step_plan& plan, Outputs&& out, Gate&& gate) {
     if constexpr (Role == warp_role::flush) {
-      detail::flush_rows<Kind, Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, lane(), nullptr);
+      return detail::flush_rows<Kind, Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, gate, lane(),
+                                              nullptr);
     } else {
       static_assert(Kind == step_kind::verify || Tokens == 1, "mamba2_warp_step: a decode step reads one token");
-      detail::read_rows<Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, lane());
+      return detail::read_rows<Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, gate, lane());
     }
   }
 
@@ -800,7 +826,8 @@ class mamba2_warp_step {
                               const state_head_view<typename Policy::checkpoint_format>* snapshots) {
     static_assert(Policy::is_writeback && Role == warp_role::flush, "mamba2_warp_step: drafts fold in write-back");
     store_outputs<Act> out{in};
-    detail::flush_rows<step_kind::verify, Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, lane(),
+    always_write gate;
+    detail::flush_rows<step_kind::verify, Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, gate, lane(),
                                                   snapshots);
   }
 
