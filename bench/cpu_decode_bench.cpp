@@ -75,7 +75,7 @@ void bm_cpu_step(benchmark::State& state) {
   const cpu::thread_for threads{int(state.range(1))};
   cpu_layer<Policy> layer(batch);
   for (auto _ : state) {
-    for (int i = 0; i < window; ++i) cpu::mamba2_decode_step<Policy>(layer.p, threads).throw_if_error();
+    for (int i = 0; i < window; ++i) cpu::decode_step<Policy>(layer.p, threads).throw_if_error();
     benchmark::DoNotOptimize(layer.y.data());
   }
   // Seconds per step (printed with an SI prefix: 233u is 233 microseconds).

@@ -113,33 +113,23 @@ class backend {
     for (int r = 0; r < rows; ++r) piece(v, r);
   }
 
-  // The library's steps, for any recurrence's params (the launchers are overloaded on the
-  // params type). Launchers return a status; an error becomes an exception here.
+  // The library's steps, for any recurrence's params and any policy. They return a status;
+  // an error becomes an exception here.
 
   /// One decode step: the conventional write-back step for a write-back policy, else replay.
   template <class Policy, class Params>
   void decode_step(const Params& p) const {
-    if constexpr (Policy::is_writeback) {
-      static_assert(Policy::shared_state, "a write-back policy keeps one state format");
-      using state = typename Policy::checkpoint_format;
-      using rounding = typename Policy::rounding;
 #if REPLAYSSM_CUDA_COMPILER
-      if (cuda_) return cuda::writeback_decode_step<state, rounding>(p).throw_if_error();
+    if (cuda_) return cuda::decode_step<Policy>(p).throw_if_error();
 #endif
-      cpu::writeback_decode_step<state, rounding>(p).throw_if_error();
-    } else {
-#if REPLAYSSM_CUDA_COMPILER
-      if (cuda_) return cuda::replay_decode_step<Policy>(p).throw_if_error();
-#endif
-      cpu::replay_decode_step<Policy>(p).throw_if_error();
-    }
+    cpu::decode_step<Policy>(p).throw_if_error();
   }
   template <class Policy, class Params>
   void verify_step(const Params& p) const {
 #if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return cuda::replay_verify_step<Policy>(p).throw_if_error();
+    if (cuda_) return cuda::verify_step<Policy>(p).throw_if_error();
 #endif
-    cpu::replay_verify_step<Policy>(p).throw_if_error();
+    cpu::verify_step<Policy>(p).throw_if_error();
   }
   template <class Params>
   void commit(const Params& p) const {

@@ -133,10 +133,10 @@ int main(int argc, char** argv) {
     p.dt_bias = bias.data();
     custom.bind(p);
     p.y = y_custom.data();
-    cpu::replay_decode_step<custom_policy>(p).throw_if_error();
+    cpu::decode_step<custom_policy>(p).throw_if_error();
     reference.bind(p);
     p.y = y_reference.data();
-    cpu::writeback_decode_step<fp32_format>(p).throw_if_error();
+    cpu::decode_step<writeback_policy<fp32_format>>(p).throw_if_error();
     max_err = std::max(max_err, relative_error(y_custom, y_reference));
   }
   std::printf("custom_vs_fp32_max_rel_err=%.3e steps=%d mode=%s\n", max_err, steps, describe<custom_policy>().c_str());

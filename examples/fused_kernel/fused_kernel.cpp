@@ -104,10 +104,10 @@ class runner {
   void ready_made(const mamba2_params<float>& p, const std::vector<float>& weight, [[maybe_unused]] layer& l) {
 #if REPLAYSSM_CUDA_COMPILER
     if (cuda_) {
-      on_device(p, l, [&](const mamba2_params<float>& d) { cuda::replay_decode_step<policy>(d).throw_if_error(); });
+      on_device(p, l, [&](const mamba2_params<float>& d) { cuda::decode_step<policy>(d).throw_if_error(); });
     } else
 #endif
-      cpu::replay_decode_step<policy>(p).throw_if_error();
+      cpu::decode_step<policy>(p).throw_if_error();
     for (int b = 0; b < p.batch; ++b)
       for (int h = 0; h < p.heads; ++h)
         rmsnorm(p.y + b * p.y_batch_stride + h * p.y_head_stride, weight.data() + size_t(h) * p.head_dim, p.head_dim);

@@ -450,7 +450,7 @@ std::vector<interval_error> run_policy(const problem& pr, const std::vector<doub
     p.dt = pr.dt.data() + size_t(t) * pr.shape.heads;
     p.B = pr.B.data() + size_t(t) * pr.b_size();
     p.C = pr.C.data() + size_t(t) * pr.b_size();
-    cpu::mamba2_decode_step<Policy>(p).throw_if_error();
+    cpu::decode_step<Policy>(p).throw_if_error();
     tracker.add(t, y.data(), y_ref.data() + size_t(t) * pr.x_size());
   }
   return tracker.intervals();
@@ -789,7 +789,7 @@ void run_gdn_policy(study_entry& e, const gdn_problem& pr, const reference_run& 
     load(v, pr.v);
     load(a, pr.a);
     load(b, pr.b);
-    cpu::gdn_decode_step<Policy>(p).throw_if_error();
+    cpu::decode_step<Policy>(p).throw_if_error();
     for (size_t i = 0; i < y.size(); ++i) y[i] = to_float(o[i]);
     tracker.add(t, y.data(), ref.outputs.data() + size_t(t) * pr.v_size());
     const size_t mark = e.checkpoint_errors.size();

@@ -17,15 +17,11 @@ struct cuda_backend {
   using policy_list = cuda_policies;
   template <class Policy, class Params>
   static rs::status decode(const Params& p, uintptr_t stream) {
-    if constexpr (Policy::is_writeback)
-      return rs::cuda::writeback_decode_step<typename Policy::checkpoint_format, typename Policy::rounding>(
-          p, reinterpret_cast<cudaStream_t>(stream));
-    else
-      return rs::cuda::replay_decode_step<Policy>(p, reinterpret_cast<cudaStream_t>(stream));
+    return rs::cuda::decode_step<Policy>(p, reinterpret_cast<cudaStream_t>(stream));
   }
   template <class Policy, class Params>
   static rs::status verify(const Params& p, uintptr_t stream) {
-    return rs::cuda::replay_verify_step<Policy>(p, reinterpret_cast<cudaStream_t>(stream));
+    return rs::cuda::verify_step<Policy>(p, reinterpret_cast<cudaStream_t>(stream));
   }
 };
 

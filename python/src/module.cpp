@@ -30,14 +30,11 @@ struct cpu_backend {
   using policy_list = policies;
   template <class Policy, class Params>
   static rs::status decode(const Params& p, uintptr_t) {
-    if constexpr (Policy::is_writeback)
-      return rs::cpu::writeback_decode_step<typename Policy::checkpoint_format, typename Policy::rounding>(p);
-    else
-      return rs::cpu::replay_decode_step<Policy>(p);
+    return rs::cpu::decode_step<Policy>(p);
   }
   template <class Policy, class Params>
   static rs::status verify(const Params& p, uintptr_t) {
-    return rs::cpu::replay_verify_step<Policy>(p);
+    return rs::cpu::verify_step<Policy>(p);
   }
 };
 

@@ -129,13 +129,13 @@ spec_runners<R, Policy, Act> device_spec_runners() {
   using format = typename Policy::checkpoint_format;
   using params = typename spec_runners<R, Policy, Act>::replay_state::params;
   return {[](const params& hp, auto& st) {
-            return device_run(hp, st, [](const params& p) { return cuda::replay_verify_step<Policy>(p); });
+            return device_run(hp, st, [](const params& p) { return cuda::verify_step<Policy>(p); });
           },
           [](const params& hp, auto& st) {
             return device_run(hp, st, [](const params& p) { return cuda::commit_drafts(p); });
           },
           [](const params& hp, auto& st) {
-            return device_run(hp, st, [](const params& p) { return cuda::snapshot_verify_step<format>(p); });
+            return device_run(hp, st, [](const params& p) { return cuda::verify_step<writeback_policy<format>>(p); });
           },
           [](const params& hp, auto& st) {
             return device_run(hp, st, [](const params& p) {
@@ -214,7 +214,7 @@ void require_spec_bit_identical(const typename R::case_type& c, int tokens, int 
     p.slot_indices = slots.data();
     cpu_state.bind(p, false);
     R::output(p) = y_cpu.data();
-    REQUIRE(cpu::replay_verify_step<Policy>(p).ok());
+    REQUIRE(cpu::verify_step<Policy>(p).ok());
     REQUIRE(cpu::commit_drafts(p).ok());
     gpu_state.bind(p, false);
     R::output(p) = y_gpu.data();

@@ -131,7 +131,7 @@ trial_counts run_trials(const typename R::case_type& base, int trials) {
         for (auto& a : accepted) a = std::uniform_int_distribution<int32_t>(0, tokens)(rng);
         p.token_counts = counts.data();
         p.accepted_counts = accepted.data();
-        REQUIRE(cpu::replay_verify_step<Policy>(p).ok());
+        REQUIRE(cpu::verify_step<Policy>(p).ok());
         REQUIRE(cpu::commit_drafts(p).ok());
       } else {
         p.tokens = 1;
@@ -147,7 +147,7 @@ trial_counts run_trials(const typename R::case_type& base, int trials) {
     } else {
       p.token_counts = counts.data();
       p.accepted_counts = accepted.data();
-      if (kind == 2) REQUIRE(cpu::replay_verify_step<Policy>(p).ok());
+      if (kind == 2) REQUIRE(cpu::verify_step<Policy>(p).ok());
     }
     const int breaks = std::uniform_int_distribution<int>(0, 2)(rng);
     std::string what;
@@ -160,7 +160,7 @@ trial_counts run_trials(const typename R::case_type& base, int trials) {
     const std::vector<float> out_before = out;
     const std::vector<int32_t> slots_before = slots;
     const status s = kind == 0   ? R::template cpu_decode<Policy>(p)
-                     : kind == 1 ? cpu::replay_verify_step<Policy>(p)
+                     : kind == 1 ? cpu::verify_step<Policy>(p)
                                  : cpu::commit_drafts(p);
     ++n.trials;
     n.broken += breaks > 0;

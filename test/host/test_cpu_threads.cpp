@@ -92,8 +92,8 @@ TEST_CASE("a cpu step spread over threads rejects a bad request before it steps 
   p.y = y.data();
   st.cursors[size_t(slots[1]) * c.shape.heads + 4].length = policy::window + 3;  // past the ring
   const std::vector<uint8_t> before = st.bytes();
-  const status serial = cpu::mamba2_decode_step<policy>(p);
-  const status spread = cpu::mamba2_decode_step<policy>(p, cpu::thread_for{4});
+  const status serial = cpu::decode_step<policy>(p);
+  const status spread = cpu::decode_step<policy>(p, cpu::thread_for{4});
   REQUIRE_FALSE(serial.ok());
   CHECK(spread.message() == serial.message());
   CHECK(st.bytes() == before);

@@ -190,9 +190,9 @@ template <class R, class Policy, class Act>
 spec_runners<R, Policy, Act> cpu_spec_runners() {
   using format = typename Policy::checkpoint_format;
   using params = typename spec_runners<R, Policy, Act>::replay_state::params;
-  return {[](const params& p, auto&) { return cpu::replay_verify_step<Policy>(p); },
+  return {[](const params& p, auto&) { return cpu::verify_step<Policy>(p); },
           [](const params& p, auto&) { return cpu::commit_drafts(p); },
-          [](const params& p, auto&) { return cpu::snapshot_verify_step<format>(p); },
+          [](const params& p, auto&) { return cpu::verify_step<writeback_policy<format>>(p); },
           [](const params& p, auto&) {
             return cpu::snapshot_commit(p, const_cast<int32_t*>(p.slot_indices),
                                         const_cast<int32_t*>(p.snapshot_slots));

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cuda.cuh
-/// The ready-made CUDA kernels of the Gated DeltaNet steps (decode, speculative verify and the
-/// snapshot baseline) and their launchers. Decode steps run on the warp steps
-/// (gated_deltanet/warp_step.cuh: one warp per value head, the state streamed): a replay
-/// step's read and flush (flushes of windows over 16 on the head step), and the write-back
-/// step. A verify step of up to 4 drafts runs on them too: a flush launch of the committed
-/// entries of the requests whose drafts would not fit, then a read launch of every request,
-/// each request's drafts read in one pass over the state. More drafts, the snapshot baseline
-/// and the shapes the warp steps do not cover run the head step of the CPU path, one block
-/// per (request, value head). Commits and device error flags are shared by every recurrence
-/// (runtime/cuda_launch.cuh). The kernels are internal (`cuda::detail`); the steps below
-/// launch them.
+/// The ready-made CUDA kernels of the Gated DeltaNet steps, and how they run
+/// `cuda::decode_step` and `cuda::verify_step` (runtime/cuda_steps.cuh) on `gdn_params`.
+/// Decode steps run on the warp steps (gated_deltanet/warp_step.cuh: one warp per value
+/// head, the state streamed): a replay step's read and flush (flushes of windows over 16 on
+/// the head step), and the write-back step. A verify step of up to 4 drafts runs on them
+/// too: a flush launch of the committed entries of the requests whose drafts would not fit,
+/// then a read launch of every request, each request's drafts read in one pass over the
+/// state. More drafts, the snapshot baseline and the shapes the warp steps do not cover run
+/// the head step of the CPU path, one block per (request, value head). Commits and device
+/// error flags are shared by every recurrence (runtime/cuda_launch.cuh). The kernels are
+/// internal (`cuda::detail`).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,6 +22,7 @@
 #include "replayssm/gated_deltanet/warp_step.cuh"
 #include "replayssm/replay/executor.hpp"
 #include "replayssm/runtime/cuda_launch.cuh"
+#include "replayssm/runtime/cuda_steps.cuh"
 #include "replayssm/runtime/gpu_tuning.hpp"
 #include "replayssm/runtime/status.hpp"
 
@@ -212,70 +213,66 @@ bool gdn_warp_verifies(const gdn_params<Act>& p) {
          warp::gdn_warp_config<Policy>::supported(p.shape()) && gdn_warp_flush_fits<Policy>(p.shape());
 }
 
-/// A decode or verify step for every request of `p` (device memory): the plans, then the
-/// step of the requests planned to run. A replay decode step whose shape the warp steps
-/// cover runs on them (copy engine `Engine`, or the bulk engine where it can), and so does a
-/// verify step's read of up to `gdn_warp_verify_tokens` drafts.
-template <class Policy, int Threads, step_kind Kind, class Act>
-status gdn_tokens_step(const gdn_params<Act>& p, cudaStream_t stream, const warp::copy_engine* engine = nullptr) {
-  if (status s = validate_gdn<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
-  if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
-  const size_t smem = gdn_scratch_layout::make(p.shape(), Policy::window, p.tokens).bytes();
-  const bool warp_steps =
-      Kind == step_kind::decode ? gdn_warp_decodes<Policy>(p.shape()) : gdn_warp_verifies<Policy>(p);
-  if (p.batch > 0 && warp_steps) {
-    device_limits d;
-    if (status s = query_device(d); !s) return s;
-    using warp::copy_engine;
-    const bool bulk = engine != nullptr ? *engine == copy_engine::bulk : gdn_bulk_copies_fit<Policy>(p, d);
-    if constexpr (Kind == step_kind::decode)
-      return bulk ? gdn_warp_decode_step<Policy, copy_engine::bulk, Threads>(p, d, smem, stream)
-                  : gdn_warp_decode_step<Policy, copy_engine::lanes, Threads>(p, d, smem, stream);
-    else if constexpr (!Policy::is_writeback && warp::gdn_warp_flushes<Policy>)
-      return bulk ? gdn_warp_verify_step<Policy, copy_engine::bulk>(p, d, stream)
-                  : gdn_warp_verify_step<Policy, copy_engine::lanes>(p, d, stream);
-  }
-  return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream, "gated_deltanet");
-}
-
 }  // namespace detail
 
-/// One decode step for every request of `p` (device memory), under any policy (write-back or
-/// replay, in its window mode), in blocks of `Threads` threads.
-template <class Policy, int Threads = decode_block_threads, class Act>
-[[nodiscard]] status gdn_decode_step(const gdn_params<Act>& p, cudaStream_t stream = nullptr) {
-  return detail::gdn_tokens_step<Policy, Threads, step_kind::decode>(p, stream);
-}
+/// How the Gated DeltaNet kernels run a step (`step_kernels`): the plans first, then the
+/// step of the requests planned to run. A decode step whose shape the warp steps cover runs
+/// on them, and so does a replay verify step of up to `gdn_warp_verify_tokens` drafts;
+/// others, and the snapshot baseline, run one block per (request, value head).
+template <class Act>
+struct step_kernels<gdn_params<Act>> {
+  using params = gdn_params<Act>;
+  template <class Policy>
+  static status validate(const params& p, step_kind kind) {
+    return validate_gdn<Policy>(p, /*host_memory=*/false, kind);
+  }
+  template <class StateFormat>
+  static status validate_snapshot(const params& p) {
+    return replayssm::validate_snapshot<StateFormat>(p, /*host_memory=*/false);
+  }
+  template <class Policy, step_kind Kind>
+  static bool on_warp_steps(const params& p) {
+    if constexpr (Kind == step_kind::decode)
+      return detail::gdn_warp_decodes<Policy>(p.shape());
+    else if constexpr (!Policy::is_writeback && warp::gdn_warp_flushes<Policy>)
+      return detail::gdn_warp_verifies<Policy>(p);
+    else
+      return false;
+  }
+  template <class Policy>
+  static bool bulk_copies_fit(const params& p, const device_limits& d) {
+    return detail::gdn_bulk_copies_fit<Policy>(p, d);
+  }
+  template <class Policy, warp::copy_engine Engine, int Threads, step_kind Kind>
+  static status warp_step(const params& p, const device_limits& d, cudaStream_t stream) {
+    if (status s = detail::plan_requests<Policy, Kind>(p, stream); !s) return s;
+    if constexpr (Kind == step_kind::decode)
+      return detail::gdn_warp_decode_step<Policy, Engine, Threads>(p, d, scratch_bytes<Policy>(p), stream);
+    else if constexpr (!Policy::is_writeback && warp::gdn_warp_flushes<Policy>)
+      return detail::gdn_warp_verify_step<Policy, Engine>(p, d, stream);
+    else
+      return status::error("gated_deltanet: this verify step has no warp kernels");  // on_warp_steps says so
+  }
+  template <class Policy, int Threads, step_kind Kind>
+  static status block_step(const params& p, cudaStream_t stream) {
+    if (status s = detail::plan_requests<Policy, Kind>(p, stream); !s) return s;
+    return detail::launch_head_blocks(detail::gdn_decode_kernel<Policy, Act, Threads, Kind>, p,
+                                      scratch_bytes<Policy>(p), Threads, stream, "gated_deltanet");
+  }
+  template <class StateFormat, int Threads>
+  static status snapshot_step(const params& p, cudaStream_t stream) {
+    if (status s = detail::plan_requests<writeback_policy<StateFormat>, step_kind::decode>(p, stream); !s) return s;
+    const size_t smem = gdn_scratch_layout::make(p.shape(), 0, p.tokens).bytes();
+    return detail::launch_head_blocks(detail::gdn_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads,
+                                      stream, "gated_deltanet snapshot");
+  }
 
-/// The conventional step: read, update and write the whole state.
-template <class StateFormat, class Rounding = round_nearest_even, int Threads = decode_block_threads, class Act>
-[[nodiscard]] status writeback_decode_step(const gdn_params<Act>& p, cudaStream_t stream = nullptr) {
-  return gdn_decode_step<writeback_policy<StateFormat, Rounding>, Threads>(p, stream);
-}
-
-/// The replay step: output from checkpoint + window, flush when the window fills.
-template <class Policy, int Threads = decode_block_threads, class Act>
-[[nodiscard]] status replay_decode_step(const gdn_params<Act>& p, cudaStream_t stream = nullptr) {
-  static_assert(!Policy::is_writeback, "replay_decode_step needs a window longer than 1");
-  return gdn_decode_step<Policy, Threads>(p, stream);
-}
-
-/// The speculative verify step; the drafts wait in the window until `commit_drafts`.
-template <class Policy, int Threads = decode_block_threads, class Act>
-[[nodiscard]] status replay_verify_step(const gdn_params<Act>& p, cudaStream_t stream = nullptr) {
-  return detail::gdn_tokens_step<Policy, Threads, step_kind::verify>(p, stream);
-}
-
-/// The conventional verify step: each draft's state written to its snapshot slot in one pass
-/// over the state.
-template <class StateFormat, int Threads = decode_block_threads, class Act>
-[[nodiscard]] status snapshot_verify_step(const gdn_params<Act>& p, cudaStream_t stream = nullptr) {
-  if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/false); !s) return s;
-  if (status s = detail::plan_requests<writeback_policy<StateFormat>, step_kind::decode>(p, stream); !s) return s;
-  const size_t smem = gdn_scratch_layout::make(p.shape(), 0, p.tokens).bytes();
-  return detail::launch_head_blocks(detail::gdn_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,
-                                    "gated_deltanet snapshot");
-}
+ private:
+  template <class Policy>
+  static size_t scratch_bytes(const params& p) {
+    return gdn_scratch_layout::make(p.shape(), Policy::window, p.tokens).bytes();
+  }
+};
 
 }  // namespace cuda
 }  // namespace replayssm

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file cuda.cuh
-/// The ready-made CUDA kernels of the Mamba-2 steps and their launchers. Decode and verify
+/// The ready-made CUDA kernels of the Mamba-2 steps, and how they run `cuda::decode_step`
+/// and `cuda::verify_step` (runtime/cuda_steps.cuh) on `mamba2_params`. Decode and verify
 /// steps run on the warp steps (mamba2/warp_step.cuh: one warp per head, the state
-/// streamed): a planner launch decides from the cursors which requests read and which flush,
-/// then a flush launch and a read launch each step their requests (a decode step's two run
-/// side by side; a verify step reads every request with all its drafts after the flush); so does the snapshot baseline
-/// (a planner launch, then one flush launch that folds and stores the drafts in turn). Shapes the warp steps do not
-/// cover run the head step of the CPU path with `block_executor`, one block per (request, head). Commits and device
+/// streamed): a planner launch decides from the cursors which requests read and which
+/// flush, then a flush launch and a read launch each step their requests (a decode step's
+/// two run side by side; a verify step reads every request with all its drafts after the
+/// flush); so does the snapshot baseline (a planner launch, then one flush launch that folds
+/// and stores the drafts in turn). Shapes the warp steps do not cover run the head step of
+/// the CPU path with `block_executor`, one block per (request, head). Commits and device
 /// error reports are shared by every recurrence (runtime/cuda_launch.cuh). The kernels are
-/// internal (`cuda::detail`); the steps below launch them.
+/// internal (`cuda::detail`).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,6 +22,7 @@
 #include "replayssm/mamba2/warp_step.cuh"
 #include "replayssm/replay/executor.hpp"
 #include "replayssm/runtime/cuda_launch.cuh"
+#include "replayssm/runtime/cuda_steps.cuh"
 #include "replayssm/runtime/gpu_tuning.hpp"
 #include "replayssm/runtime/status.hpp"
 
@@ -286,85 +289,61 @@ status mamba2_warp_snapshot_step(const mamba2_params<Act>& p, const device_limit
                        : launch_warp_snapshot<StateFormat, Engine, max_draft_tokens>(p, d, stream);
 }
 
-/// The snapshot baseline for every request of `p` (validated params): planned, then on the
-/// warp kernels where the shape allows, else one block per (request, head).
-template <class StateFormat, int Threads, class Act>
-status mamba2_snapshot_step(const mamba2_params<Act>& p, cudaStream_t stream) {
-  using Policy = writeback_policy<StateFormat>;
-  if (p.batch == 0) return {};
-  if (status s = plan_requests<Policy, step_kind::decode>(p, stream); !s) return s;
-  if (warp::mamba2_warp_config<Policy>::supported(p.state_dim)) {
-    device_limits d;
-    if (status s = query_device(d); !s) return s;
-    using warp::copy_engine;
-    if (bulk_copies_fit<Policy>(p, d)) return mamba2_warp_snapshot_step<StateFormat, copy_engine::bulk>(p, d, stream);
-    return mamba2_warp_snapshot_step<StateFormat, copy_engine::lanes>(p, d, stream);
-  }
-  const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape()).bytes();
-  return launch_head_blocks(mamba2_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream, "mamba2");
-}
+}  // namespace detail
 
-/// A decode or verify step for every request of `p` (device memory). `Engine` forces the
-/// warp steps' copy engine (the lanes engine runs anywhere; tests select it); by default the
-/// bulk engine runs where it can.
-template <class Policy, int Threads, step_kind Kind, class Act>
-status mamba2_tokens_step(const mamba2_params<Act>& p, cudaStream_t stream, const warp::copy_engine* engine = nullptr) {
-  if (status s = validate_mamba2<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
-  if (status s = check_request_plans(p); !s) return s;
-  if (p.batch == 0) return {};
-  if constexpr (Kind == step_kind::decode || !Policy::is_writeback) {
+/// How the Mamba-2 kernels run a step (`step_kernels`): decode and verify steps on the warp
+/// steps where the state dimension allows (`mamba2_warp_config::supported`), else one block
+/// per (request, head); so does the snapshot baseline.
+template <class Act>
+struct step_kernels<mamba2_params<Act>> {
+  using params = mamba2_params<Act>;
+  template <class Policy>
+  static status validate(const params& p, step_kind kind) {
+    return validate_mamba2<Policy>(p, /*host_memory=*/false, kind);
+  }
+  template <class StateFormat>
+  static status validate_snapshot(const params& p) {
+    return replayssm::validate_snapshot<StateFormat>(p, /*host_memory=*/false);
+  }
+  template <class Policy, step_kind Kind>
+  static bool on_warp_steps(const params& p) {
+    return (Kind == step_kind::decode || !Policy::is_writeback) &&
+           warp::mamba2_warp_config<Policy>::supported(p.state_dim);
+  }
+  template <class Policy>
+  static bool bulk_copies_fit(const params& p, const device_limits& d) {
+    return detail::bulk_copies_fit<Policy>(p, d);
+  }
+  template <class Policy, warp::copy_engine Engine, int Threads, step_kind Kind>
+  static status warp_step(const params& p, const device_limits& d, cudaStream_t stream) {
+    return detail::mamba2_warp_step<Policy, Engine, Kind>(p, d, stream);
+  }
+  template <class Policy, int Threads, step_kind Kind>
+  static status block_step(const params& p, cudaStream_t stream) {
+    if (status s = detail::plan_requests<Policy, Kind>(p, stream); !s) return s;
+    const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape(), p.tokens).bytes();
+    return detail::launch_head_blocks(detail::mamba2_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads,
+                                      stream, "mamba2");
+  }
+  /// Planned, then on the warp kernels where the shape allows, else one block per (request,
+  /// head).
+  template <class StateFormat, int Threads>
+  static status snapshot_step(const params& p, cudaStream_t stream) {
+    using Policy = writeback_policy<StateFormat>;
+    if (status s = detail::plan_requests<Policy, step_kind::decode>(p, stream); !s) return s;
     if (warp::mamba2_warp_config<Policy>::supported(p.state_dim)) {
       device_limits d;
       if (status s = query_device(d); !s) return s;
-      const bool bulk = engine != nullptr ? *engine == warp::copy_engine::bulk : bulk_copies_fit<Policy>(p, d);
-      return bulk ? mamba2_warp_step<Policy, warp::copy_engine::bulk, Kind>(p, d, stream)
-                  : mamba2_warp_step<Policy, warp::copy_engine::lanes, Kind>(p, d, stream);
+      using warp::copy_engine;
+      if (detail::bulk_copies_fit<Policy>(p, d))
+        return detail::mamba2_warp_snapshot_step<StateFormat, copy_engine::bulk>(p, d, stream);
+      return detail::mamba2_warp_snapshot_step<StateFormat, copy_engine::lanes>(p, d, stream);
     }
+    const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape()).bytes();
+    return detail::launch_head_blocks(detail::mamba2_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads,
+                                      stream, "mamba2");
   }
-  if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
-  const size_t smem = mamba2_scratch_layout<Policy>::make(p.shape(), p.tokens).bytes();
-  return launch_head_blocks(mamba2_decode_kernel<Policy, Act, Threads, Kind>, p, smem, Threads, stream, "mamba2");
-}
-
-}  // namespace detail
-
-/// One decode step for every request of `p` (device memory), under any policy (write-back or
-/// replay), on `stream`, with `Threads` threads per (request, head) block.
-template <class Policy, int Threads = decode_block_threads, class Act>
-[[nodiscard]] status mamba2_decode_step(const mamba2_params<Act>& p, cudaStream_t stream = nullptr) {
-  return detail::mamba2_tokens_step<Policy, Threads, step_kind::decode>(p, stream);
-}
-
-/// The conventional step: read, update and write the whole state.
-template <class StateFormat, class Rounding = round_nearest_even, int Threads = decode_block_threads, class Act>
-[[nodiscard]] status writeback_decode_step(const mamba2_params<Act>& p, cudaStream_t stream = nullptr) {
-  return mamba2_decode_step<writeback_policy<StateFormat, Rounding>, Threads>(p, stream);
-}
-
-/// The replay step: output from checkpoint + window, the flush folded into the step on
-/// which a request's window fills.
-template <class Policy, int Threads = decode_block_threads, class Act>
-[[nodiscard]] status replay_decode_step(const mamba2_params<Act>& p, cudaStream_t stream = nullptr) {
-  static_assert(!Policy::is_writeback, "replay_decode_step needs a window longer than 1");
-  return mamba2_decode_step<Policy, Threads>(p, stream);
-}
-
-/// The speculative verify step: every draft's output from checkpoint + window + the drafts
-/// before it, the state read once for all of them; the drafts wait in the window,
-/// uncommitted, until `commit_drafts`. The committed entries are flushed first when the
-/// drafts would not fit.
-template <class Policy, int Threads = decode_block_threads, class Act>
-[[nodiscard]] status replay_verify_step(const mamba2_params<Act>& p, cudaStream_t stream = nullptr) {
-  return detail::mamba2_tokens_step<Policy, Threads, step_kind::verify>(p, stream);
-}
-
-/// The conventional verify step: each draft's state written to its snapshot slot, on the
-/// warp steps where the shape allows (the state streamed once, the drafts folded in turn).
-template <class StateFormat, int Threads = decode_block_threads, class Act>
-[[nodiscard]] status snapshot_verify_step(const mamba2_params<Act>& p, cudaStream_t stream = nullptr) {
-  if (status s = validate_snapshot<StateFormat>(p, /*host_memory=*/false); !s) return s;
-  return detail::mamba2_snapshot_step<StateFormat, Threads>(p, stream);
-}
+};
 
 }  // namespace cuda
 }  // namespace replayssm

@@ -54,9 +54,32 @@ namespace detail {
 template <class StateFormat, class Rounding>
 struct writeback_policy_of {
   static_assert(state_format_v<StateFormat>,
-                "writeback_policy, writeback_decode_step and snapshot_verify_step take a state format (e.g. "
-                "fp32_format), not a policy; a policy runs with mamba2_decode_step<Policy> or gdn_decode_step<Policy>");
+                "writeback_policy takes a state format (e.g. fp32_format), not a policy; a policy runs as it is, "
+                "e.g. decode_step<Policy>");
   using type = replay_policy<1, StateFormat, StateFormat, Rounding>;
+};
+
+template <class T, class = void>
+struct is_policy : std::false_type {};
+template <class T>
+struct is_policy<T, std::void_t<decltype(T::window), typename T::read_format, typename T::checkpoint_format,
+                                typename T::rounding, decltype(T::is_writeback)>> : std::true_type {};
+
+}  // namespace detail
+
+/// Whether `T` is a policy: a `replay_policy` (a `writeback_policy` is one), or a type
+/// derived from one (Gated DeltaNet's `gdn_policy`).
+template <class T>
+inline constexpr bool is_policy_v = detail::is_policy<T>::value;
+
+namespace detail {
+
+/// Instantiated by every step that takes a policy: says so when given something else.
+template <class T>
+struct require_policy {
+  static_assert(is_policy_v<T>,
+                "the steps take a policy (replay_policy<W, Format> or writeback_policy<Format>), not a state format");
+  static constexpr bool ok = true;
 };
 
 }  // namespace detail

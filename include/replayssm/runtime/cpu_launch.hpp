@@ -15,7 +15,7 @@
 ///     #pragma omp parallel for schedule(dynamic)
 ///       for (int64_t i = 0; i < n; ++i) body(i);
 ///     };
-///     replayssm::cpu::replay_decode_step<Policy>(params, omp_for);
+///     replayssm::cpu::decode_step<Policy>(params, omp_for);
 #pragma once
 
 #include <atomic>

@@ -4,7 +4,7 @@
 /// are built on: bulk copies completing on an mbarrier (sm_90+), and per-lane 16-byte
 /// copies (sm_80+) with a plain-load fallback below that. Device code only. Not libcu++'s
 /// `cuda::barrier` and `memcpy_async_tx`: its global `cuda` namespace makes every user's
-/// `using namespace replayssm; cuda::replay_decode_step(...)` ambiguous (tried: the
+/// `using namespace replayssm; cuda::decode_step(...)` ambiguous (tried: the
 /// library's own benchmark stopped compiling), so the instructions are written here.
 #pragma once
 

@@ -77,14 +77,14 @@ struct fixture {
 
 template <class Policy>
 status decode(const gdn_params<float>& p) {
-  return cpu::gdn_decode_step<Policy>(p);
+  return cpu::decode_step<Policy>(p);
 }
 template <class Policy>
 status verify(const gdn_params<float>& p) {
-  return cpu::replay_verify_step<Policy>(p);
+  return cpu::verify_step<Policy>(p);
 }
 status commit(const gdn_params<float>& p) { return cpu::commit_drafts(p); }
-status snapshot_verify(const gdn_params<float>& p) { return cpu::snapshot_verify_step<fp32_format>(p); }
+status snapshot_verify(const gdn_params<float>& p) { return cpu::verify_step<writeback_policy<fp32_format>>(p); }
 
 /// A checker: builds `Fixture(args...)`, breaks it with `breaks` and checks that `step`
 /// then fails, writes nothing and says `says`.
@@ -102,33 +102,33 @@ auto rejector(Step step, Args... args) {
 TEST_CASE("gdn: the valid fixtures run", "[gdn][validation]") {
   fixture<replay8> f;
   const auto before = f.memory();
-  CHECK(cpu::gdn_decode_step<replay8>(f.p).ok());
+  CHECK(cpu::decode_step<replay8>(f.p).ok());
   CHECK(f.memory() != before);  // the no-write checks below compare live memory
-  CHECK(cpu::replay_decode_step<replay8>(f.p).ok());
+  CHECK(cpu::decode_step<replay8>(f.p).ok());
   fixture<writeback32> n;
-  CHECK(cpu::writeback_decode_step<fp32_format>(n.p).ok());
+  CHECK(cpu::decode_step<writeback_policy<fp32_format>>(n.p).ok());
   n.p.cursors = nullptr;  // optional for nearest-even write-back
-  CHECK(cpu::writeback_decode_step<fp32_format>(n.p).ok());
+  CHECK(cpu::decode_step<writeback_policy<fp32_format>>(n.p).ok());
   fixture<replay8> v(3);
-  CHECK(cpu::replay_verify_step<replay8>(v.p).ok());
+  CHECK(cpu::verify_step<replay8>(v.p).ok());
   fixture<gdn_policy<replay8, gdn_window::raw_inputs>> r;
-  CHECK(cpu::gdn_decode_step<gdn_policy<replay8, gdn_window::raw_inputs>>(r.p).ok());
+  CHECK(cpu::decode_step<gdn_policy<replay8, gdn_window::raw_inputs>>(r.p).ok());
   fixture<replay_policy<16, bf16_format, fp32_format>> split;
-  CHECK(cpu::gdn_decode_step<replay_policy<16, bf16_format, fp32_format>>(split.p).ok());
+  CHECK(cpu::decode_step<replay_policy<16, bf16_format, fp32_format>>(split.p).ok());
   fixture<replay_policy<8, nvfp4_format>> fp4;
-  CHECK(cpu::gdn_decode_step<replay_policy<8, nvfp4_format>>(fp4.p).ok());
+  CHECK(cpu::decode_step<replay_policy<8, nvfp4_format>>(fp4.p).ok());
   fixture<replay_policy<8, nvfp4_format, fp16_format>> fp4_read;
-  CHECK(cpu::gdn_decode_step<replay_policy<8, nvfp4_format, fp16_format>>(fp4_read.p).ok());
+  CHECK(cpu::decode_step<replay_policy<8, nvfp4_format, fp16_format>>(fp4_read.p).ok());
   fixture<writeback_policy<fp8_e4m3_format>> fp8;
-  CHECK(cpu::writeback_decode_step<fp8_e4m3_format>(fp8.p).ok());
+  CHECK(cpu::decode_step<writeback_policy<fp8_e4m3_format>>(fp8.p).ok());
   fixture<writeback_policy<fp32_format, round_stochastic>> stochastic;
-  CHECK(cpu::writeback_decode_step<fp32_format, round_stochastic>(stochastic.p).ok());
+  CHECK(cpu::decode_step<writeback_policy<fp32_format, round_stochastic>>(stochastic.p).ok());
   fixture<replay_policy<8, my_engine::mxfp4_format, fp32_format>> mx;
-  CHECK(cpu::gdn_decode_step<replay_policy<8, my_engine::mxfp4_format, fp32_format>>(mx.p).ok());
+  CHECK(cpu::decode_step<replay_policy<8, my_engine::mxfp4_format, fp32_format>>(mx.p).ok());
   fixture<writeback32> s(2, 6);
   s.snapshots = {1, 3, 4, 5};
   s.p.snapshot_slots = s.snapshots.data();
-  CHECK(cpu::snapshot_verify_step<fp32_format>(s.p).ok());
+  CHECK(cpu::verify_step<writeback_policy<fp32_format>>(s.p).ok());
 }
 
 TEST_CASE("gdn: bad shapes, tokens, dtype and slot fields are rejected", "[gdn][validation]") {
@@ -225,7 +225,7 @@ TEST_CASE("gdn: bad state, window and cursor buffers are rejected", "[gdn][valid
   rejects_raw([](R& f) { f.p.window_v = shifted(f.p.window_v, 2); }, "window_v or window_beta is not aligned");
 
   using stochastic = writeback_policy<fp32_format, round_stochastic>;
-  rejector<fixture<stochastic>>([](const gdn_params<float>& p) { return cpu::writeback_decode_step<fp32_format, round_stochastic>(p); })(
+  rejector<fixture<stochastic>>([](const gdn_params<float>& p) { return cpu::decode_step<writeback_policy<fp32_format, round_stochastic>>(p); })(
       [](fixture<stochastic>& f) { f.p.cursors = nullptr; }, "stochastic rounding needs cursors");
 
   // A cursor no step could have left: every head is skipped, nothing is written.
@@ -235,7 +235,8 @@ TEST_CASE("gdn: bad state, window and cursor buffers are rejected", "[gdn][valid
 TEST_CASE("gdn: bad verify steps are rejected and never touch the checkpoint", "[gdn][validation][spec]") {
   using F = fixture<replay8>;
   auto rejects = rejector<F>(verify<replay8>, 3);
-  rejector<F>(verify<writeback32>, 3)([](F&) {}, "the verify step needs a replay policy (drafts wait in the window)");
+  rejector<F>([](const gdn_params<float>& p) { return validate_gdn<writeback32>(p, true, step_kind::verify); }, 3)(
+      [](F&) {}, "the verify step needs a replay policy (drafts wait in the window)");
   rejector<F>(verify<replay_policy<2, fp32_format>>, 3)([](F&) {}, "tokens=3 drafts do not fit the window of 2");
   rejects([](F& f) { f.p.tokens = 0; }, "tokens=0 is outside [1, max_draft_tokens=8]");
   rejects([](F& f) { f.p.tokens = max_draft_tokens + 1; }, "tokens=9 is outside [1, max_draft_tokens=8]");
@@ -255,7 +256,7 @@ TEST_CASE("gdn: bad verify steps are rejected and never touch the checkpoint", "
     F f(3);
     const auto checkpoint = f.state.checkpoint;
     const auto cursors = f.state.cursors;
-    REQUIRE(cpu::replay_verify_step<replay8>(f.p).ok());
+    REQUIRE(cpu::verify_step<replay8>(f.p).ok());
     CHECK(bytes(f.state.checkpoint) == bytes(checkpoint));
     f.p.accepted_counts = (f.accepted = {0, 0}).data();
     REQUIRE(cpu::commit_drafts(f.p).ok());
@@ -269,7 +270,7 @@ TEST_CASE("gdn: bad commits are rejected and leave the cursors as they were", "[
   // Each case commits after a valid verify of 3 drafts per request.
   auto rejects = [](auto breaks, const std::string& says) {
     F f(3);
-    REQUIRE(cpu::replay_verify_step<replay8>(f.p).ok());
+    REQUIRE(cpu::verify_step<replay8>(f.p).ok());
     f.p.accepted_counts = (f.accepted = {2, 1}).data();
     breaks(f);
     CHECK_THAT(f.error(commit), contains_text(says));
@@ -296,7 +297,7 @@ TEST_CASE("gdn: bad commits are rejected and leave the cursors as they were", "[
   }
   SECTION("a valid commit moves only the committed lengths") {
     F f(3);
-    REQUIRE(cpu::replay_verify_step<replay8>(f.p).ok());
+    REQUIRE(cpu::verify_step<replay8>(f.p).ok());
     f.p.accepted_counts = (f.accepted = {2, 1}).data();
     REQUIRE(cpu::commit_drafts(f.p).ok());
     for (int h = 0; h < 4; ++h) {
@@ -343,7 +344,7 @@ TEST_CASE("gdn: bad snapshot verify steps and commits are rejected", "[gdn][vali
     F f(2, 6);
     f.p.snapshot_slots = (f.snapshots = {1, 3, 4, 5}).data();
     f.p.accepted_counts = (f.accepted = {2, 0}).data();
-    REQUIRE(cpu::snapshot_verify_step<fp32_format>(f.p).ok());
+    REQUIRE(cpu::verify_step<writeback_policy<fp32_format>>(f.p).ok());
     REQUIRE(cpu::snapshot_commit(f.p, f.slots.data(), f.snapshots.data()).ok());
     CHECK(f.slots == std::vector<int32_t>{3, 0});
     CHECK(f.snapshots == std::vector<int32_t>{1, 2, 4, 5});

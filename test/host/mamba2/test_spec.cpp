@@ -51,13 +51,13 @@ TEST_CASE("mamba2: decode steps continue a window left full by a commit", "[mamb
   p.accepted_counts = accepted.data();
   st.bind(p, false);
   p.y = y.data();
-  REQUIRE(cpu::replay_verify_step<policy>(p).ok());
+  REQUIRE(cpu::verify_step<policy>(p).ok());
   REQUIRE(cpu::commit_drafts(p).ok());
   CHECK(st.cursors[0].length == 4);
   p.tokens = 1;
   p.batch = 1;
   p.accepted_counts = nullptr;
-  REQUIRE(cpu::replay_decode_step<policy>(p).ok());  // the full window and the token are flushed
+  REQUIRE(cpu::decode_step<policy>(p).ok());  // the full window and the token are flushed
   CHECK(st.cursors[0].length == 0);
   CHECK(st.cursors[0].flush_count == 1);
 }

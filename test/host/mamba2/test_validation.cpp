@@ -40,7 +40,7 @@ struct fixture {
   }
   /// The error message of a CPU step on the (broken) params.
   std::string error() {
-    const status s = cpu::mamba2_decode_step<policy>(p);
+    const status s = cpu::decode_step<policy>(p);
     REQUIRE_FALSE(s.ok());
     return s.message();
   }
@@ -56,7 +56,7 @@ struct spec_fixture : fixture {
   }
   /// The error message of a verify step on the (broken) params.
   std::string verify_error() {
-    const status s = cpu::replay_verify_step<policy>(p);
+    const status s = cpu::verify_step<policy>(p);
     REQUIRE_FALSE(s.ok());
     return s.message();
   }
@@ -66,7 +66,7 @@ struct spec_fixture : fixture {
 
 TEST_CASE("mamba2: the valid fixture runs", "[mamba2][validation]") {
   fixture f;
-  CHECK(cpu::mamba2_decode_step<policy>(f.p).ok());
+  CHECK(cpu::decode_step<policy>(f.p).ok());
 }
 
 TEST_CASE("mamba2: each bad input is rejected with a descriptive error", "[mamba2][validation]") {
@@ -152,7 +152,7 @@ TEST_CASE("mamba2: each bad input is rejected with a descriptive error", "[mamba
   }
   SECTION("stochastic rounding without cursors") {
     f.p.cursors = nullptr;
-    const status s = cpu::writeback_decode_step<fp32_format, round_stochastic>(f.p);
+    const status s = cpu::decode_step<writeback_policy<fp32_format, round_stochastic>>(f.p);
     CHECK_THAT(s.message(), contains_text("stochastic rounding needs cursors"));
   }
 }
@@ -160,7 +160,7 @@ TEST_CASE("mamba2: each bad input is rejected with a descriptive error", "[mamba
 TEST_CASE("mamba2: an empty batch is a valid no-op", "[mamba2][validation]") {
   fixture f;
   f.p.batch = 0;
-  CHECK(cpu::mamba2_decode_step<policy>(f.p).ok());
+  CHECK(cpu::decode_step<policy>(f.p).ok());
 }
 
 TEST_CASE("mamba2: a shared slot or one bad cursor steps nothing", "[mamba2][validation]") {
@@ -208,7 +208,7 @@ TEST_CASE("mamba2: pad rows are skipped and their slots untouched", "[mamba2][va
   std::fill(f.y.begin(), f.y.end(), poison);
   const auto before = f.state.checkpoint;
   const auto cursors_before = f.state.cursors;
-  for (int t = 0; t < 20; ++t) REQUIRE(cpu::mamba2_decode_step<policy>(f.p).ok());
+  for (int t = 0; t < 20; ++t) REQUIRE(cpu::decode_step<policy>(f.p).ok());
   // The pad row's output is never written.
   CHECK(std::all_of(f.y.begin(), f.y.begin() + 64, [&](float v) { return v == poison; }));
   CHECK(std::none_of(f.y.begin() + 64, f.y.end(), [&](float v) { return v == poison; }));
@@ -228,7 +228,7 @@ TEST_CASE("mamba2: pad rows are skipped and their slots untouched", "[mamba2][va
 TEST_CASE("mamba2: bad speculative input is rejected with a descriptive error", "[mamba2][validation][spec]") {
   spec_fixture f;
   SECTION("the valid round runs") {
-    CHECK(cpu::replay_verify_step<policy>(f.p).ok());
+    CHECK(cpu::verify_step<policy>(f.p).ok());
     CHECK(cpu::commit_drafts(f.p).ok());
   }
   SECTION("more drafts than the supported maximum") {
@@ -237,7 +237,7 @@ TEST_CASE("mamba2: bad speculative input is rejected with a descriptive error", 
   }
   SECTION("more drafts than the window holds") {
     f.p.tokens = 5;
-    const status s = cpu::replay_verify_step<replay_policy<4, fp32_format>>(f.p);
+    const status s = cpu::verify_step<replay_policy<4, fp32_format>>(f.p);
     CHECK_THAT(s.message(), contains_text("tokens=5 drafts do not fit the window of 4"));
   }
   SECTION("a window ring too short for the drafts") {
@@ -254,15 +254,16 @@ TEST_CASE("mamba2: bad speculative input is rejected with a descriptive error", 
     CHECK_THAT(f.verify_error(), contains_text("token_counts[0]=0"));
   }
   SECTION("drafts through the decode step") {
-    const status s = cpu::replay_decode_step<policy>(f.p);
+    const status s = cpu::decode_step<policy>(f.p);
     CHECK_THAT(s.message(), contains_text("a decode step takes one token per request"));
   }
-  SECTION("the verify step under a write-back policy") {
-    const status s = cpu::replay_verify_step<writeback_policy<fp32_format>>(f.p);
+  SECTION("a replay verify's validation under a write-back policy") {
+    // (verify_step under a write-back policy is the snapshot baseline: see below.)
+    const status s = validate_mamba2<writeback_policy<fp32_format>>(f.p, true, step_kind::verify);
     CHECK_THAT(s.message(), contains_text("the verify step needs a replay policy"));
   }
   SECTION("accepting more drafts than were verified") {
-    REQUIRE(cpu::replay_verify_step<policy>(f.p).ok());
+    REQUIRE(cpu::verify_step<policy>(f.p).ok());
     const auto cursors = f.state.cursors;
     f.accepted[1] = 3;  // request 1 verified 2
     const status s = cpu::commit_drafts(f.p);
@@ -272,7 +273,7 @@ TEST_CASE("mamba2: bad speculative input is rejected with a descriptive error", 
     CHECK(std::memcmp(cursors.data(), f.state.cursors.data(), cursors.size() * sizeof(replay_cursor)) == 0);
   }
   SECTION("committing twice: the second finds no pending drafts") {
-    REQUIRE(cpu::replay_verify_step<policy>(f.p).ok());
+    REQUIRE(cpu::verify_step<policy>(f.p).ok());
     REQUIRE(cpu::commit_drafts(f.p).ok());
     const int32_t length = f.state.cursors[size_t(2) * 4].length;
     CHECK_THAT(cpu::commit_drafts(f.p).message(), contains_text("commit accepted more drafts than were verified"));
@@ -283,6 +284,6 @@ TEST_CASE("mamba2: bad speculative input is rejected with a descriptive error", 
     CHECK_THAT(cpu::commit_drafts(f.p).message(), contains_text("accepted_counts are null"));
   }
   SECTION("the snapshot baseline without snapshot slots") {
-    CHECK_THAT(cpu::snapshot_verify_step<fp32_format>(f.p).message(), contains_text("snapshot_slots are null"));
+    CHECK_THAT(cpu::verify_step<writeback_policy<fp32_format>>(f.p).message(), contains_text("snapshot_slots are null"));
   }
 }

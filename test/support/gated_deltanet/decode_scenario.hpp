@@ -79,7 +79,7 @@ gdn_scenario_result run_gdn_scenario(const gdn_case& c, int steps, bool stagger,
 template <class Policy, class Act>
 gdn_scenario_result cpu_gdn_scenario(const gdn_case& c, int steps, bool stagger) {
   return run_gdn_scenario<Policy, Act>(c, steps, stagger, [](const gdn_params<Act>& p, gdn_host_state<Policy, Act>&) {
-    return cpu::gdn_decode_step<Policy>(p);
+    return cpu::decode_step<Policy>(p);
   });
 }
 

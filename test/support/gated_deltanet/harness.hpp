@@ -130,7 +130,7 @@ struct gdn_harness {
 
   template <class Policy, class Act, class ParallelFor = cpu::serial_for>
   static status cpu_decode(const gdn_params<Act>& p, ParallelFor&& parallel_for = {}) {
-    return cpu::gdn_decode_step<Policy>(p, parallel_for);
+    return cpu::decode_step<Policy>(p, parallel_for);
   }
 
   /// A random initial state of magnitude about 0.3, as after a prefill of normalized keys.

@@ -106,9 +106,9 @@ mamba2_scenario_result cpu_mamba2_scenario(const mamba2_case& c, int windows, bo
   return run_mamba2_scenario<Policy, Act>(
       c, windows, stagger, tol,
       [](const mamba2_params<Act>& p, mamba2_host_state<writeback_policy, Act>&) {
-        return cpu::mamba2_decode_step<writeback_policy>(p);
+        return cpu::decode_step<writeback_policy>(p);
       },
-      [](const mamba2_params<Act>& p, mamba2_host_state<Policy, Act>&) { return cpu::mamba2_decode_step<Policy>(p); });
+      [](const mamba2_params<Act>& p, mamba2_host_state<Policy, Act>&) { return cpu::decode_step<Policy>(p); });
 }
 
 }  // namespace replayssm_test

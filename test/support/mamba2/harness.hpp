@@ -136,7 +136,7 @@ struct mamba2_harness {
 
   template <class Policy, class Act, class ParallelFor = cpu::serial_for>
   static status cpu_decode(const mamba2_params<Act>& p, ParallelFor&& parallel_for = {}) {
-    return cpu::mamba2_decode_step<Policy>(p, parallel_for);
+    return cpu::decode_step<Policy>(p, parallel_for);
   }
 
   /// A random initial state of magnitude about 1, as after a prefill.
