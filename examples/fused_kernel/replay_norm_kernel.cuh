@@ -6,7 +6,8 @@
 //   out = rmsnorm(y) * weight,   y = the step's output, its gate silu(z) included
 //
 // The step hands its outputs to the kernel (the primitive's output handler) rather than
-// storing them: they wait in shared memory for the norm, and are written once, normalized.
+// storing them: they wait in shared memory for the norm, and are written once, normalized;
+// the norm's weight rows are copied into shared memory while the state streams.
 // So the norm needs no second launch, no pass of its own over the layer's outputs and no
 // read-back. At small batches a head's rows run over the four warps of a block, which meet
 // once for the norm's sum. Shared by the fused_kernel example, its benchmark
@@ -45,65 +46,84 @@ __device__ void warp_rmsnorm(Act* y, const float* weight, int32_t P, float eps) 
   for (int32_t p = lane; p < P; p += 32) y[p] = from_float<Act>(to_float(y[p]) * inverse * weight[p]);
 }
 
+/// The norm's share of one warp's temp storage, at its end: the head's weight rows (copied in
+/// while the state streams) and its outputs as the step forms them (`kept`), `P` floats each
+/// by row; and the lane's sum of squares of the outputs it formed.
+struct norm_rows {
+  float* weight;
+  float* kept;
+  float sum = 0.0f;
+  /// Floats of each of the two rows of `P`: whole 128-byte lines.
+  __host__ __device__ static constexpr uint32_t padded(int32_t P) { return (uint32_t(P) + 31u) / 32u * 32u; }
+  __device__ norm_rows(uint8_t* warp_end, int32_t P)
+      : weight(reinterpret_cast<float*>(warp_end) - 2 * padded(P)), kept(weight + padded(P)) {}
+};
+
 /// Bytes of each warp's temp storage: the primitive's (a warp reads or flushes, as its head's
-/// plan says), then the head's `P` outputs as floats, kept for the norm.
+/// plan says), then, with the norm, `norm_rows`.
 template <class Policy, class Act>
-uint32_t engine_warp_bytes(replayssm::mamba2_layer_shape s) {
+uint32_t engine_warp_bytes(replayssm::mamba2_layer_shape s, step_epilogue epilogue) {
   using replayssm::warp::mamba2_warp_step;
   using replayssm::warp::warp_role;
   const uint32_t step = std::max(mamba2_warp_step<Policy, Act, warp_role::read>::temp_storage_bytes(s),
                                  mamba2_warp_step<Policy, Act, warp_role::flush>::temp_storage_bytes(s));
-  return step + (uint32_t(s.head_dim) * 4u + 127u) / 128u * 128u;
+  return step + (epilogue == step_epilogue::rmsnorm ? 2u * norm_rows::padded(s.head_dim) * 4u : 0u);
 }
 
 /// Where a warp of the engine's kernel works: head `h` of request `b`, part `part` of the
-/// head's `parts` (a block holds `engine_warps / parts` heads), on `storage`.
+/// head's `Parts` warps (a block holds `engine_warps / Parts` heads).
+template <int Parts>
 struct engine_place {
+  static_assert(Parts == 1 || Parts == engine_warps, "engine_place: a head takes one warp or a block");
   int32_t b, h, part, warp;
-  __device__ explicit engine_place(int32_t parts)
+  __device__ engine_place()
       : b(int32_t(blockIdx.y)),
-        h(int32_t(blockIdx.x) * (engine_warps / parts) + int32_t(threadIdx.x / 32) / parts),
-        part(int32_t(threadIdx.x / 32) % parts),
+        h(int32_t(blockIdx.x) * (engine_warps / Parts) + int32_t(threadIdx.x / 32) / Parts),
+        part(int32_t(threadIdx.x / 32) % Parts),
         warp(int32_t(threadIdx.x / 32)) {}
 };
 
 /// The step of one warp's rows of a head as its plan's role says, on the warp's temp
-/// storage: with the norm its outputs stay in `kept` (as floats, by row) and `sum` gathers
-/// the lane's squares, else they are stored; then `meet()`, which returns once every warp of
-/// the head has stepped, then the cursor moves. Returns the warp's rows.
-template <step_epilogue Epilogue, replayssm::warp::warp_role Role, class Policy, class Act, class Meet>
+/// storage: with the norm the head's `weight` rows are copied into `norm` behind the state's
+/// stream, and the outputs stay in `norm.kept` (their squares summed), else they are stored;
+/// then `meet()`, which returns once every warp of the head has stepped, then the cursor
+/// moves. Returns the warp's rows.
+template <step_epilogue Epilogue, int Parts, replayssm::warp::warp_role Role, class Policy, class Act, class Meet>
 __device__ replayssm::warp::row_range step_rows(const replayssm::mamba2_head_views<Policy, Act>& v,
-                                          replayssm::mamba2_layer_shape shape, const replayssm::step_plan& plan,
-                                          int32_t parts, int32_t part, uint8_t* warp_storage, float* kept, float& sum,
-                                          Meet&& meet) {
+                                                replayssm::mamba2_layer_shape shape, const replayssm::step_plan& plan,
+                                                int32_t part, uint8_t* warp_storage, const float* weight,
+                                                norm_rows& norm, Meet&& meet) {
   using step_t = replayssm::warp::mamba2_warp_step<Policy, Act, Role>;
-  const replayssm::warp::row_range rows = step_t::part_rows(shape, parts, part);
+  const replayssm::warp::row_range rows =
+      Parts == 1 ? replayssm::warp::row_range{0, shape.head_dim} : step_t::part_rows(shape, Parts, part);
   step_t step(warp_storage, v.state, shape, rows);
-  if constexpr (Epilogue == step_epilogue::rmsnorm)
+  if constexpr (Epilogue == step_epilogue::rmsnorm) {
+    replayssm::warp::lanes_copy(norm.weight, weight, uint32_t(shape.head_dim) * 4u, int(threadIdx.x % 32));
+    replayssm::warp::lanes_commit();
     step.step(v.in, plan, [&](int32_t, int32_t p, float y) {
-      kept[p] = y;
-      sum = fmaf(y, y, sum);
+      norm.kept[p] = y;
+      norm.sum = fmaf(y, y, norm.sum);
     });
-  else
+  } else {
     step.step(v.in, plan);
+  }
   meet();
   if (part == 0) step.advance_cursor(plan);
   return rows;
 }
 
 /// One decode step of every request of `p` (grid: head blocks x batch), a head's rows over
-/// `parts` warps of a block (1 or `engine_warps`); with the norm each head's outputs are
+/// `Parts` warps of a block (1 or `engine_warps`); with the norm each head's outputs are
 /// normalized with its `weight` rows before they are stored, so that they are written once.
 /// Pad rows are skipped; the engine validated `p` once on the host, and a head whose cursor
 /// no step could have left is not stepped.
-template <step_epilogue Epilogue, class Policy, class Act>
+template <step_epilogue Epilogue, int Parts, class Policy, class Act>
 __global__ void __launch_bounds__(engine_warps * 32)
-    replay_norm_kernel(const replayssm::mamba2_params<Act> p, const float* weight, float eps, uint32_t warp_bytes,
-                       int32_t parts) {
+    replay_norm_kernel(const replayssm::mamba2_params<Act> p, const float* weight, float eps, uint32_t warp_bytes) {
   using namespace replayssm;
   extern __shared__ float4 storage[];
   __shared__ float sums[engine_warps];
-  const engine_place at(parts);
+  const engine_place<Parts> at;
   if (at.h >= p.heads) return;  // the same for every warp of a head
   const int32_t slot = request_slot(p, at.b);
   if (slot == p.pad_slot_id) return;
@@ -111,29 +131,31 @@ __global__ void __launch_bounds__(engine_warps * 32)
   const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
   if (plan.error != step_ok) return;
   uint8_t* warp_storage = reinterpret_cast<uint8_t*>(storage) + at.warp * warp_bytes;
-  // The kept outputs: the last P floats (rounded up to 32) of the warp's bytes.
-  float* kept = reinterpret_cast<float*>(warp_storage + warp_bytes) - (p.head_dim + 31) / 32 * 32;
+  const float* head_weight = Epilogue == step_epilogue::rmsnorm ? weight + int64_t(at.h) * p.head_dim : nullptr;
+  norm_rows norm(warp_storage + warp_bytes, p.head_dim);
   const mamba2_layer_shape shape = p.shape();
-  float sum = 0.0f;
+  float sum = 0.0f;  // the head's sum of squares
   auto meet = [&] {  // the norm's sum of the head, and every warp of it done before the cursor moves
-    if constexpr (Epilogue == step_epilogue::rmsnorm) sum = warp_sum(sum);
-    if (parts == 1) return;
-    if (threadIdx.x % 32 == 0) sums[at.warp] = sum;
-    __syncthreads();
-    sum = 0.0f;
-    for (int32_t k = 0; k < parts; ++k) sum += sums[at.warp - at.part + k];
+    if constexpr (Epilogue == step_epilogue::rmsnorm) sum = warp_sum(norm.sum);
+    if constexpr (Parts > 1) {
+      if (threadIdx.x % 32 == 0) sums[at.warp] = sum;
+      __syncthreads();
+      sum = 0.0f;
+      for (int32_t k = 0; k < Parts; ++k) sum += sums[at.warp - at.part + k];
+    }
   };
   using warp::warp_role;
   [[maybe_unused]] const warp::row_range rows =
       warp::role_of(plan) == warp_role::flush
-          ? step_rows<Epilogue, warp_role::flush>(v, shape, plan, parts, at.part, warp_storage, kept, sum, meet)
-          : step_rows<Epilogue, warp_role::read>(v, shape, plan, parts, at.part, warp_storage, kept, sum, meet);
+          ? step_rows<Epilogue, Parts, warp_role::flush>(v, shape, plan, at.part, warp_storage, head_weight, norm, meet)
+          : step_rows<Epilogue, Parts, warp_role::read>(v, shape, plan, at.part, warp_storage, head_weight, norm, meet);
   if constexpr (Epilogue == step_epilogue::rmsnorm) {
     const float inverse = rsqrtf(sum / float(p.head_dim) + eps);
-    const float* head_weight = weight + int64_t(at.h) * p.head_dim;
+    warp::lanes_wait<0>();  // the weight rows (long since landed)
+    __syncwarp();
     Act* y = v.in.y.at(0);
     for (int32_t r = rows.first + int32_t(threadIdx.x % 32); r < rows.first + rows.count; r += 32)
-      y[r] = from_float<Act>(kept[r] * inverse * head_weight[r]);
+      y[r] = from_float<Act>(norm.kept[r] * inverse * norm.weight[r]);
   }
 }
 
@@ -154,31 +176,40 @@ inline replayssm::status launched(const char* what) {
                           : replayssm::status::error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-/// Launches `replay_norm_kernel` (device params; `weight` null: the step alone), a head's
-/// rows over `engine_warps` warps where the heads alone would leave most of the device's
-/// warps idle. Its state pools must be 16-byte aligned per head (the bulk copy engine, sm_90
-/// on).
-template <class Policy, class Act>
-replayssm::status launch_replay_norm(const replayssm::mamba2_params<Act>& p, const float* weight, float eps,
-                                     cudaStream_t stream) {
-  const uint32_t warp_bytes = engine_warp_bytes<Policy, Act>(p.shape());
+/// Launches `replay_norm_kernel` for `Epilogue` over every request of `p` (device params), a
+/// head's rows over `engine_warps` warps where the heads alone would leave most of the
+/// device's warps idle. Its state pools must be 16-byte aligned per head (the bulk copy
+/// engine, sm_90 on).
+template <step_epilogue Epilogue, class Policy, class Act>
+replayssm::status launch_engine_kernel(const replayssm::mamba2_params<Act>& p, const float* weight, float eps,
+                                       cudaStream_t stream) {
+  const uint32_t warp_bytes = engine_warp_bytes<Policy, Act>(p.shape(), Epilogue);
   const int smem = int(engine_warps * warp_bytes);
-  const auto kernel = weight != nullptr ? replay_norm_kernel<step_epilogue::rmsnorm, Policy, Act>
-                                        : replay_norm_kernel<step_epilogue::none, Policy, Act>;
-  if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-      e != cudaSuccess)
-    return replayssm::status::error(std::string("replay_norm_kernel: ") + cudaGetErrorString(e));
+  const auto whole_heads = replay_norm_kernel<Epilogue, 1, Policy, Act>;
+  const auto split_heads = replay_norm_kernel<Epilogue, engine_warps, Policy, Act>;
+  for (const auto kernel : {whole_heads, split_heads})
+    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        e != cudaSuccess)
+      return replayssm::status::error(std::string("replay_norm_kernel: ") + cudaGetErrorString(e));
   int device = 0, multiprocessors = 0, blocks_per_sm = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, engine_warps * 32, smem) != cudaSuccess)
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, split_heads, engine_warps * 32, smem) !=
+          cudaSuccess)
     return replayssm::status::error("replay_norm_kernel: querying the device failed");
-  const int64_t warps = int64_t(p.batch) * p.heads * engine_warps;
-  const int32_t parts = warps <= int64_t(blocks_per_sm) * multiprocessors * engine_warps ? engine_warps : 1;
-  const int32_t heads_per_block = engine_warps / parts;
+  const bool split = int64_t(p.batch) * p.heads <= int64_t(blocks_per_sm) * multiprocessors;
+  const int32_t heads_per_block = split ? 1 : engine_warps;
   const dim3 grid((p.heads + heads_per_block - 1) / heads_per_block, p.batch);
-  kernel<<<grid, engine_warps * 32, smem, stream>>>(p, weight, eps, warp_bytes, parts);
+  (split ? split_heads : whole_heads)<<<grid, engine_warps * 32, smem, stream>>>(p, weight, eps, warp_bytes);
   return launched("replay_norm_kernel");
+}
+
+/// Launches `replay_norm_kernel` (device params; `weight` null: the step alone).
+template <class Policy, class Act>
+replayssm::status launch_replay_norm(const replayssm::mamba2_params<Act>& p, const float* weight, float eps,
+                                     cudaStream_t stream) {
+  return weight != nullptr ? launch_engine_kernel<step_epilogue::rmsnorm, Policy>(p, weight, eps, stream)
+                           : launch_engine_kernel<step_epilogue::none, Policy>(p, weight, eps, stream);
 }
 
 /// Launches `rmsnorm_kernel` over the outputs of `p` (device params).

@@ -240,11 +240,11 @@ struct step_kernels<gdn_params<Act>> {
       return false;
   }
   template <class Policy>
-  static bool bulk_copies_fit(const params& p, const device_limits& d) {
+  static bool bulk_copies_fit(const params& p, const detail::device_limits& d) {
     return detail::gdn_bulk_copies_fit<Policy>(p, d);
   }
   template <class Policy, warp::copy_engine Engine, int Threads, step_kind Kind>
-  static status warp_step(const params& p, const device_limits& d, cudaStream_t stream) {
+  static status warp_step(const params& p, const detail::device_limits& d, cudaStream_t stream) {
     if (status s = detail::plan_requests<Policy, Kind>(p, stream); !s) return s;
     if constexpr (Kind == step_kind::decode)
       return detail::gdn_warp_decode_step<Policy, Engine, Threads>(p, d, scratch_bytes<Policy>(p), stream);
@@ -263,8 +263,8 @@ struct step_kernels<gdn_params<Act>> {
   static status snapshot_step(const params& p, cudaStream_t stream) {
     if (status s = detail::plan_requests<writeback_policy<StateFormat>, step_kind::decode>(p, stream); !s) return s;
     const size_t smem = gdn_scratch_layout::make(p.shape(), 0, p.tokens).bytes();
-    return detail::launch_head_blocks(detail::gdn_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads,
-                                      stream, "gated_deltanet snapshot");
+    return detail::launch_head_blocks(detail::gdn_snapshot_kernel<StateFormat, Act, Threads>, p, smem, Threads, stream,
+                                      "gated_deltanet snapshot");
   }
 
  private:

@@ -103,10 +103,10 @@ __device__ void mamba2_planned_request(const mamba2_params<Act>& p, int32_t b, i
     using step_t = warp::mamba2_warp_step<Policy, Act, decltype(role)::value, 1, Engine>;
     const mamba2_layer_shape shape = p.shape();
     step_t step(smem, v.state, shape, step_t::part_rows(shape, parts, at.part));
-    constexpr request_plan wanted = decltype(role)::value == warp::warp_role::flush ? request_plan::flush
-                                                                                     : request_plan::read;
-    const bool stepped = step.step(v.in, plan, warp::store_outputs<Act>{v.in},
-                                   [&] { return plan_after_planner(p, b) == wanted; });
+    constexpr request_plan wanted =
+        decltype(role)::value == warp::warp_role::flush ? request_plan::flush : request_plan::read;
+    const bool stepped =
+        step.step(v.in, plan, warp::store_outputs<Act>{v.in}, [&] { return plan_after_planner(p, b) == wanted; });
     if (parts > 1) __syncthreads();
     if (stepped && at.part == 0) step.advance_cursor(plan);
   };
@@ -311,11 +311,11 @@ struct step_kernels<mamba2_params<Act>> {
            warp::mamba2_warp_config<Policy>::supported(p.state_dim);
   }
   template <class Policy>
-  static bool bulk_copies_fit(const params& p, const device_limits& d) {
+  static bool bulk_copies_fit(const params& p, const detail::device_limits& d) {
     return detail::bulk_copies_fit<Policy>(p, d);
   }
   template <class Policy, warp::copy_engine Engine, int Threads, step_kind Kind>
-  static status warp_step(const params& p, const device_limits& d, cudaStream_t stream) {
+  static status warp_step(const params& p, const detail::device_limits& d, cudaStream_t stream) {
     return detail::mamba2_warp_step<Policy, Engine, Kind>(p, d, stream);
   }
   template <class Policy, int Threads, step_kind Kind>
@@ -332,8 +332,8 @@ struct step_kernels<mamba2_params<Act>> {
     using Policy = writeback_policy<StateFormat>;
     if (status s = detail::plan_requests<Policy, step_kind::decode>(p, stream); !s) return s;
     if (warp::mamba2_warp_config<Policy>::supported(p.state_dim)) {
-      device_limits d;
-      if (status s = query_device(d); !s) return s;
+      detail::device_limits d;
+      if (status s = detail::query_device(d); !s) return s;
       using warp::copy_engine;
       if (detail::bulk_copies_fit<Policy>(p, d))
         return detail::mamba2_warp_snapshot_step<StateFormat, copy_engine::bulk>(p, d, stream);

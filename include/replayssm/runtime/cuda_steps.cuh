@@ -44,7 +44,8 @@ status tokens_step(const Params& p, cudaStream_t stream, const warp::copy_engine
   if (status s = kernels::template validate<Policy>(p, Kind); !s) return s;
   if (status s = check_request_plans(p); !s) return s;
   if (p.batch == 0) return {};
-  if (!kernels::template on_warp_steps<Policy, Kind>(p)) return kernels::template block_step<Policy, Threads, Kind>(p, stream);
+  if (!kernels::template on_warp_steps<Policy, Kind>(p))
+    return kernels::template block_step<Policy, Threads, Kind>(p, stream);
   device_limits d;
   if (status s = query_device(d); !s) return s;
   using warp::copy_engine;

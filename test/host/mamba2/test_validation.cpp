@@ -284,6 +284,7 @@ TEST_CASE("mamba2: bad speculative input is rejected with a descriptive error", 
     CHECK_THAT(cpu::commit_drafts(f.p).message(), contains_text("accepted_counts are null"));
   }
   SECTION("the snapshot baseline without snapshot slots") {
-    CHECK_THAT(cpu::verify_step<writeback_policy<fp32_format>>(f.p).message(), contains_text("snapshot_slots are null"));
+    CHECK_THAT(cpu::verify_step<writeback_policy<fp32_format>>(f.p).message(),
+               contains_text("snapshot_slots are null"));
   }
 }
