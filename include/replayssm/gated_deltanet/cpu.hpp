@@ -25,14 +25,6 @@ struct head_steps<gdn_params<Act>> {
   using params = gdn_params<Act>;
   static constexpr const char* name = "gated_deltanet";
   template <class Policy>
-  static status validate(const params& p, step_kind kind) {
-    return validate_gdn<Policy>(p, /*host_memory=*/true, kind);
-  }
-  template <class StateFormat>
-  static status validate_snapshot(const params& p) {
-    return replayssm::validate_snapshot<StateFormat>(p, /*host_memory=*/true);
-  }
-  template <class Policy>
   static size_t scratch_bytes(const params& p) {
     return gdn_scratch_layout::make(p.shape(), Policy::window, p.tokens).bytes();
   }

@@ -222,14 +222,6 @@ bool gdn_warp_verifies(const gdn_params<Act>& p) {
 template <class Act>
 struct step_kernels<gdn_params<Act>> {
   using params = gdn_params<Act>;
-  template <class Policy>
-  static status validate(const params& p, step_kind kind) {
-    return validate_gdn<Policy>(p, /*host_memory=*/false, kind);
-  }
-  template <class StateFormat>
-  static status validate_snapshot(const params& p) {
-    return replayssm::validate_snapshot<StateFormat>(p, /*host_memory=*/false);
-  }
   template <class Policy, step_kind Kind>
   static bool on_warp_steps(const params& p) {
     if constexpr (Kind == step_kind::decode)

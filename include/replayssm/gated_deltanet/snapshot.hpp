@@ -13,6 +13,7 @@
 #include "replayssm/gated_deltanet/params.hpp"
 #include "replayssm/gated_deltanet/validate.hpp"
 #include "replayssm/runtime/commit.hpp"
+#include "replayssm/runtime/validate.hpp"
 
 namespace replayssm {
 
@@ -63,5 +64,18 @@ template <class StateFormat, class Act>
   if (status s = validate_gdn<writeback_policy<StateFormat>>(one, host_memory); !s) return s;
   return detail::check_snapshot_slots(p, host_memory);
 }
+
+/// The checks of a step's params (`step_checks`).
+template <class Act>
+struct step_checks<gdn_params<Act>> {
+  template <class Policy>
+  static status step(const gdn_params<Act>& p, bool host_memory, step_kind kind) {
+    return validate_gdn<Policy>(p, host_memory, kind);
+  }
+  template <class StateFormat>
+  static status snapshot(const gdn_params<Act>& p, bool host_memory) {
+    return validate_snapshot<StateFormat>(p, host_memory);
+  }
+};
 
 }  // namespace replayssm

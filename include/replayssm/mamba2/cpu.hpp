@@ -24,14 +24,6 @@ struct head_steps<mamba2_params<Act>> {
   using params = mamba2_params<Act>;
   static constexpr const char* name = "mamba2";
   template <class Policy>
-  static status validate(const params& p, step_kind kind) {
-    return validate_mamba2<Policy>(p, /*host_memory=*/true, kind);
-  }
-  template <class StateFormat>
-  static status validate_snapshot(const params& p) {
-    return replayssm::validate_snapshot<StateFormat>(p, /*host_memory=*/true);
-  }
-  template <class Policy>
   static size_t scratch_bytes(const params& p) {
     return mamba2_scratch_layout<Policy>::make(p.shape(), p.tokens).bytes();
   }

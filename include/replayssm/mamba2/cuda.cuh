@@ -297,14 +297,6 @@ status mamba2_warp_snapshot_step(const mamba2_params<Act>& p, const device_limit
 template <class Act>
 struct step_kernels<mamba2_params<Act>> {
   using params = mamba2_params<Act>;
-  template <class Policy>
-  static status validate(const params& p, step_kind kind) {
-    return validate_mamba2<Policy>(p, /*host_memory=*/false, kind);
-  }
-  template <class StateFormat>
-  static status validate_snapshot(const params& p) {
-    return replayssm::validate_snapshot<StateFormat>(p, /*host_memory=*/false);
-  }
   template <class Policy, step_kind Kind>
   static bool on_warp_steps(const params& p) {
     return (Kind == step_kind::decode || !Policy::is_writeback) &&

@@ -14,6 +14,7 @@
 #include "replayssm/mamba2/params.hpp"
 #include "replayssm/mamba2/validate.hpp"
 #include "replayssm/runtime/commit.hpp"
+#include "replayssm/runtime/validate.hpp"
 #include "replayssm/runtime/requests.hpp"
 #include "replayssm/runtime/status.hpp"
 
@@ -66,5 +67,18 @@ template <class StateFormat, class Act>
   if (status s = validate_mamba2<writeback_policy<StateFormat>>(one, host_memory); !s) return s;
   return detail::check_snapshot_slots(p, host_memory);
 }
+
+/// The checks of a step's params (`step_checks`).
+template <class Act>
+struct step_checks<mamba2_params<Act>> {
+  template <class Policy>
+  static status step(const mamba2_params<Act>& p, bool host_memory, step_kind kind) {
+    return validate_mamba2<Policy>(p, host_memory, kind);
+  }
+  template <class StateFormat>
+  static status snapshot(const mamba2_params<Act>& p, bool host_memory) {
+    return validate_snapshot<StateFormat>(p, host_memory);
+  }
+};
 
 }  // namespace replayssm

@@ -14,13 +14,13 @@
 #include "replayssm/replay/cursor.hpp"
 #include "replayssm/runtime/cpu_launch.hpp"
 #include "replayssm/runtime/status.hpp"
+#include "replayssm/runtime/validate.hpp"
 
 namespace replayssm {
 namespace cpu {
 
 /// How one (request, head) of a recurrence steps on the CPU, specialized for its params by
-/// the recurrence's cpu.hpp: its `name`; `validate<Policy>(p, kind)` and
-/// `validate_snapshot<StateFormat>(p)` (host memory); the scratch bytes of a (request, head),
+/// the recurrence's cpu.hpp: its `name`; the scratch bytes of a (request, head),
 /// `scratch_bytes<Policy>(p)` and `snapshot_scratch_bytes<StateFormat>(p)`; and the head steps
 /// `step<Policy, Kind>(p, b, h, slot, scratch)` and `snapshot<StateFormat>(p, b, h, slot,
 /// scratch)`, which return the head's step_error bits.
@@ -34,7 +34,7 @@ namespace detail {
 template <class Policy, step_kind Kind, class Params, class ParallelFor>
 status tokens_step(const Params& p, ParallelFor&& parallel_for) {
   using steps = head_steps<Params>;
-  if (status s = steps::template validate<Policy>(p, Kind); !s) return s;
+  if (status s = step_checks<Params>::template step<Policy>(p, /*host_memory=*/true, Kind); !s) return s;
   return for_each_request_head(
       p, steps::template scratch_bytes<Policy>(p), steps::name,
       [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
@@ -47,7 +47,7 @@ status tokens_step(const Params& p, ParallelFor&& parallel_for) {
 template <class StateFormat, class Params, class ParallelFor>
 status snapshot_step(const Params& p, ParallelFor&& parallel_for) {
   using steps = head_steps<Params>;
-  if (status s = steps::template validate_snapshot<StateFormat>(p); !s) return s;
+  if (status s = step_checks<Params>::template snapshot<StateFormat>(p, /*host_memory=*/true); !s) return s;
   return for_each_request_head(
       p, steps::template snapshot_scratch_bytes<StateFormat>(p), steps::name,
       [&](int32_t b, int32_t h, int32_t slot, float* scratch) {

@@ -17,16 +17,16 @@
 #include "replayssm/runtime/cuda_launch.cuh"
 #include "replayssm/runtime/gpu_tuning.hpp"
 #include "replayssm/runtime/status.hpp"
+#include "replayssm/runtime/validate.hpp"
 #include "replayssm/warp/async_copy.cuh"
 
 namespace replayssm {
 namespace cuda {
 
 /// How a recurrence's kernels run a step, specialized for its params by the recurrence's
-/// cuda.cuh: `validate<Policy>(p, kind)` and `validate_snapshot<StateFormat>(p)` (device
-/// memory); whether a step runs on the warp steps, `on_warp_steps<Policy, Kind>(p)`, and
-/// whether their state streams fit the bulk copy engine, `bulk_copies_fit<Policy>(p, d)`;
-/// and the launches of a validated step: `warp_step<Policy, Engine, Threads, Kind>(p, d,
+/// cuda.cuh (its params are checked by `step_checks`): whether a step runs on the warp
+/// steps, `on_warp_steps<Policy, Kind>(p)`, and whether their state streams fit the bulk
+/// copy engine, `bulk_copies_fit<Policy>(p, d)`; and the launches of a validated step: `warp_step<Policy, Engine, Threads, Kind>(p, d,
 /// stream)`, else `block_step<Policy, Threads, Kind>(p, stream)` (one block of `Threads` per
 /// (request, head)), and the snapshot baseline's `snapshot_step<StateFormat, Threads>(p,
 /// stream)`.
@@ -41,7 +41,7 @@ namespace detail {
 template <class Policy, int Threads, step_kind Kind, class Params>
 status tokens_step(const Params& p, cudaStream_t stream, const warp::copy_engine* engine = nullptr) {
   using kernels = step_kernels<Params>;
-  if (status s = kernels::template validate<Policy>(p, Kind); !s) return s;
+  if (status s = step_checks<Params>::template step<Policy>(p, /*host_memory=*/false, Kind); !s) return s;
   if (status s = check_request_plans(p); !s) return s;
   if (p.batch == 0) return {};
   if (!kernels::template on_warp_steps<Policy, Kind>(p))
@@ -82,7 +82,7 @@ template <class Policy, class Params>
                   "verify_step: the snapshot baseline rounds its states to nearest even");
     using kernels = step_kernels<Params>;
     using format = typename Policy::checkpoint_format;
-    if (status s = kernels::template validate_snapshot<format>(p); !s) return s;
+    if (status s = step_checks<Params>::template snapshot<format>(p, /*host_memory=*/false); !s) return s;
     if (p.batch == 0) return {};
     return kernels::template snapshot_step<format, decode_block_threads>(p, stream);
   } else {

@@ -188,4 +188,11 @@ status check_requests(const char* who, const Params& p, step_kind kind) {
 }
 
 }  // namespace detail
+
+/// A recurrence's checks of a step's params before it runs, shared by its CPU and CUDA steps
+/// and specialized for its params by its snapshot.hpp: `step<Policy>(p, host_memory, kind)`
+/// and, for the snapshot baseline, `snapshot<StateFormat>(p, host_memory)`.
+template <class Params>
+struct step_checks;
+
 }  // namespace replayssm
