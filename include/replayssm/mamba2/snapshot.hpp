@@ -14,9 +14,9 @@
 #include "replayssm/mamba2/params.hpp"
 #include "replayssm/mamba2/validate.hpp"
 #include "replayssm/runtime/commit.hpp"
-#include "replayssm/runtime/validate.hpp"
 #include "replayssm/runtime/requests.hpp"
 #include "replayssm/runtime/status.hpp"
+#include "replayssm/runtime/validate.hpp"
 
 namespace replayssm {
 

@@ -26,10 +26,10 @@ namespace cuda {
 /// How a recurrence's kernels run a step, specialized for its params by the recurrence's
 /// cuda.cuh (its params are checked by `step_checks`): whether a step runs on the warp
 /// steps, `on_warp_steps<Policy, Kind>(p)`, and whether their state streams fit the bulk
-/// copy engine, `bulk_copies_fit<Policy>(p, d)`; and the launches of a validated step: `warp_step<Policy, Engine, Threads, Kind>(p, d,
-/// stream)`, else `block_step<Policy, Threads, Kind>(p, stream)` (one block of `Threads` per
-/// (request, head)), and the snapshot baseline's `snapshot_step<StateFormat, Threads>(p,
-/// stream)`.
+/// copy engine, `bulk_copies_fit<Policy>(p, d)`; and the launches of a validated step:
+/// `warp_step<Policy, Engine, Threads, Kind>(p, d, stream)`, else `block_step<Policy,
+/// Threads, Kind>(p, stream)` (one block of `Threads` per (request, head)), and the snapshot
+/// baseline's `snapshot_step<StateFormat, Threads>(p, stream)`.
 template <class Params>
 struct step_kernels;
 
