@@ -17,16 +17,33 @@
 
 namespace replayssm {
 
+/// Why request `b` of `p`, on slot `slot` (not padding), cannot commit `p.accepted_counts[b]`
+/// drafts at heads `first`, `first + stride`, ... (step_error bits; step_ok when it can).
+template <class Params>
+REPLAYSSM_HOST_DEVICE uint32_t commit_heads_errors(const Params& p, int32_t b, int32_t slot, int32_t first,
+                                                   int32_t stride) {
+  const int32_t accepted = p.accepted_counts[b];
+  uint32_t errors = step_ok;
+  for (int32_t h = first; h < p.heads; h += stride)
+    errors |= accept_error(p.cursors[int64_t(slot) * p.heads + h], accepted);
+  return errors;
+}
+
+/// Commits `p.accepted_counts[b]` drafts of request `b` on slot `slot` at heads `first`,
+/// `first + stride`, ... (`commit_heads_errors` found none at any head of the request).
+template <class Params>
+REPLAYSSM_HOST_DEVICE void commit_heads(const Params& p, int32_t b, int32_t slot, int32_t first, int32_t stride) {
+  const int32_t accepted = p.accepted_counts[b];
+  for (int32_t h = first; h < p.heads; h += stride) accept_drafts(p.cursors[int64_t(slot) * p.heads + h], accepted);
+}
+
 /// Why request `b` of `p` cannot commit `p.accepted_counts[b]` drafts at every head (step_error
 /// bits; step_ok when it can, or when it is padding).
 template <class Params>
 REPLAYSSM_HOST_DEVICE uint32_t commit_request_errors(const Params& p, int32_t b) {
   const int32_t slot = request_slot(p, b);
   if (const uint32_t errors = slot_errors(p, b); errors != step_ok || slot == p.pad_slot_id) return errors;
-  uint32_t errors = step_ok;
-  for (int32_t h = 0; h < p.heads; ++h)
-    errors |= accept_error(p.cursors[int64_t(slot) * p.heads + h], p.accepted_counts[b]);
-  return errors;
+  return commit_heads_errors(p, b, slot, 0, 1);
 }
 
 /// Commits `p.accepted_counts[b]` drafts of request `b` at every head, or at none: returns
@@ -35,7 +52,7 @@ template <class Params>
 REPLAYSSM_HOST_DEVICE uint32_t commit_request(const Params& p, int32_t b) {
   const int32_t slot = request_slot(p, b);
   if (const uint32_t errors = commit_request_errors(p, b); errors != step_ok || slot == p.pad_slot_id) return errors;
-  for (int32_t h = 0; h < p.heads; ++h) accept_drafts(p.cursors[int64_t(slot) * p.heads + h], p.accepted_counts[b]);
+  commit_heads(p, b, slot, 0, 1);
   return step_ok;
 }
 

@@ -467,11 +467,19 @@ status plan_requests(const Params& p, cudaStream_t stream) {
   return launch_threads(plan_requests_kernel<Policy, Kind, Params>, int64_t(p.batch) * 32, stream, p);
 }
 
-/// Commits the accepted drafts of every request, all of its heads or none: one thread each.
+/// Commits the accepted drafts of every request, all of its heads or none: one warp each,
+/// its lanes over the other requests' slots and over the heads (a thread per request waits
+/// on them one load at a time).
 template <class Params>
 __global__ void commit_drafts_kernel(const Params p) {
-  const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b < p.batch) detail::report(p, b, commit_request(p, b));
+  const int32_t b = int32_t((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = int32_t(threadIdx.x % 32);
+  if (b >= p.batch) return;
+  const int32_t slot = request_slot(p, b);
+  uint32_t errors = __reduce_or_sync(0xffffffffu, slot_errors(p, b, lane, 32));
+  const bool commits = errors == step_ok && slot != p.pad_slot_id;
+  if (commits) errors = __reduce_or_sync(0xffffffffu, commit_heads_errors(p, b, slot, lane, 32));
+  if (commits && errors == step_ok) commit_heads(p, b, slot, lane, 32);
+  if (lane == 0) detail::report(p, b, errors);
 }
 
 /// The snapshot baseline's commit: one thread per request. (A template, as every kernel of a
@@ -490,7 +498,7 @@ __global__ void snapshot_commit_kernel(const Params p, int32_t* slot_indices, in
 template <class Params>
 [[nodiscard]] status commit_drafts(const Params& p, cudaStream_t stream = nullptr) {
   if (status s = validate_commit(p, /*host_memory=*/false); !s) return s;
-  return detail::launch_threads(detail::commit_drafts_kernel<Params>, p.batch, stream, p);
+  return detail::launch_threads(detail::commit_drafts_kernel<Params>, int64_t(p.batch) * 32, stream, p);
 }
 
 /// The conventional commit: request b's slot becomes the snapshot slot of its last accepted
