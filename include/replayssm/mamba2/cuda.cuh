@@ -4,10 +4,10 @@
 /// and `cuda::verify_step` (runtime/cuda_steps.cuh) on `mamba2_params`. Decode and verify
 /// steps run on the warp steps (mamba2/warp_step.cuh: one warp per head, the state
 /// streamed): a planner launch decides from the cursors which requests read and which
-/// flush, then a flush launch and a read launch each step their requests (a decode step's
-/// two run side by side; a verify step reads every request with all its drafts after the
-/// flush); so does the snapshot baseline (a planner launch, then one flush launch that folds
-/// and stores the drafts in turn). Shapes the warp steps do not cover run the head step of
+/// flush, then a flush launch and a read launch, side by side, each step their requests (a
+/// verify step's flush launch then reads the drafts of the requests it flushed); so does the
+/// snapshot baseline (a planner launch, then one flush launch that folds and stores the
+/// drafts in turn). Shapes the warp steps do not cover run the head step of
 /// the CPU path with `block_executor`, one block per (request, head). Commits and device
 /// error reports are shared by every recurrence (runtime/cuda_launch.cuh). The kernels are
 /// internal (`cuda::detail`).
@@ -117,20 +117,30 @@ __device__ void mamba2_planned_request(const mamba2_params<Act>& p, int32_t b, i
 }
 
 /// Whether a warp launch steps only the requests planned to flush, over fewer request rows
-/// than the batch (`for_each_planned`): a replay decode step's flush.
-template <class Policy, warp_launch Launch, step_kind Kind>
-inline constexpr bool flushes_planned_only =
-    Kind == step_kind::decode && !Policy::is_writeback && Launch == warp_launch::flush;
+/// than the batch (`for_each_planned`): a replay step's flush.
+template <class Policy, warp_launch Launch>
+inline constexpr bool flushes_planned_only = !Policy::is_writeback && Launch == warp_launch::flush;
+
+/// Makes the state the warps of a head have just stored readable by their next streams, on
+/// the same shared memory: each lane's accesses fenced before the copy engine's, then the
+/// head's warps meet (one warp's rows of a read may be another's of the flush).
+__device__ inline void publish_stores(int32_t parts) {
+  warp::fence_before_next_stream();
+  if (parts > 1)
+    __syncthreads();
+  else
+    __syncwarp();
+}
 
 /// The warp kernel of a step of `Kind` that steps the requests `Launch` names (a verify
-/// step's read takes up to `Tokens` drafts): each warp runs rows of one head of one request
+/// step takes up to `Tokens` drafts): each warp runs rows of one head of one request
 /// (`detail::warp_place`); the warps of one head meet at one barrier before the cursor
-/// moves. Replay steps run the requests planned so: a decode step's flush launch takes
-/// the flushing requests in turn over a few request rows (`for_each_planned`), its read
-/// launch every request that reads, or one launch each request as planned; a verify step
-/// reads every request it steps, after the flush of those planned to flush. A write-back
-/// step flushes every request, each warp checking the whole request itself while its stream
-/// fills (a planner launch would add its latency to every write-back step).
+/// moves. Replay steps run the requests planned so: a flush launch takes the flushing
+/// requests in turn over a few request rows (`for_each_planned`; a verify step's then reads
+/// their drafts from the state just stored, L2 holding it), a read launch every request that
+/// reads, or one launch each request as planned. A write-back step flushes every request, each warp
+/// checking the whole request itself while its stream fills (a planner launch would add its
+/// latency to every write-back step).
 template <class Policy, class Act, warp::copy_engine Engine, warp_launch Launch, step_kind Kind = step_kind::decode,
           int Tokens = 1>
 __global__ void __launch_bounds__(
@@ -146,8 +156,15 @@ __global__ void __launch_bounds__(
   using warp::warp_role;
   constexpr std::integral_constant<warp_role, warp_role::flush> flush;
   constexpr std::integral_constant<warp_role, warp_role::read> read;
-  if constexpr (detail::flushes_planned_only<Policy, Launch, Kind>) {
-    detail::for_each_planned(p, request_plan::flush, at.lane, [&](int32_t b) { step(flush, b, request_slot(p, b)); });
+  if constexpr (detail::flushes_planned_only<Policy, Launch>) {
+    detail::for_each_planned(p, request_plan::flush, at.lane, [&](int32_t b) {
+      const int32_t slot = request_slot(p, b);
+      step(flush, b, slot);
+      if constexpr (Kind == step_kind::verify) {  // the drafts, read from the state just stored
+        detail::publish_stores(parts);
+        step(read, b, slot);
+      }
+    });
   } else if constexpr (Launch == warp_launch::planned) {
     detail::mamba2_planned_request<Policy, Act, Engine>(p, at.b, request_slot(p, at.b), at, smem, parts);
   } else if constexpr (Policy::is_writeback) {
@@ -157,10 +174,7 @@ __global__ void __launch_bounds__(
     const int32_t slot = request_slot(p, at.b);
     const request_plan planned =
         Launch == warp_launch::read ? detail::plan_beside_previous(p, at.b) : detail::plan_after_planner(p, at.b);
-    if (planned == request_plan::skip) return;
-    if (Kind == step_kind::verify && Launch == warp_launch::read) {
-      step(read, at.b, slot);  // every request stepped, after the flush of those planned to flush
-    } else if (planned == (Launch == warp_launch::flush ? request_plan::flush : request_plan::read)) {
+    if (planned == (Launch == warp_launch::flush ? request_plan::flush : request_plan::read)) {
       constexpr warp_role role = Launch == warp_launch::flush ? warp_role::flush : warp_role::read;
       step(std::integral_constant<warp_role, role>{}, at.b, slot);
     }
@@ -203,14 +217,16 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<true>)
   step.fold_drafts(v.in, plan, snapshots);
 }
 
-/// Shared memory per warp of a launch of `Launch`: the read or the flush layout's, or the
-/// larger of the two where each warp takes either.
-template <class Policy, class Act, warp_launch Launch, int Tokens>
+/// Shared memory per warp of a launch of `Launch` in a step of `Kind`: the read or the flush
+/// layout's, or the larger of the two where a warp takes either or both (a verify step's
+/// flush launch).
+template <class Policy, class Act, warp_launch Launch, step_kind Kind, int Tokens>
 uint32_t warp_launch_bytes(mamba2_layer_shape s) {
   using warp::warp_role;
   const uint32_t read = warp::mamba2_warp_step<Policy, Act, warp_role::read, Tokens>::temp_storage_bytes(s);
   const uint32_t flush = warp::mamba2_warp_step<Policy, Act, warp_role::flush>::temp_storage_bytes(s);
-  return Launch == warp_launch::read ? read : Launch == warp_launch::flush ? flush : std::max(flush, read);
+  const bool flushes_only = Launch == warp_launch::flush && Kind == step_kind::decode;
+  return Launch == warp_launch::read ? read : flushes_only ? flush : std::max(flush, read);
 }
 
 /// Launches the warp kernel of a step of `Kind` that steps the requests `Launch` names
@@ -219,10 +235,11 @@ template <class Policy, warp::copy_engine Engine, warp_launch Launch, step_kind 
           int Tokens = 1, class Act>
 status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream,
                         launch_wait wait = launch_wait::all_before) {
+  // A flush launch takes about the share of the requests whose windows fill in a step.
+  const int32_t flush_share = Kind == step_kind::decode ? Policy::window : Policy::window / std::max(p.tokens, 1);
   return launch_warp_kernel(mamba2_warp_kernel<Policy, Act, Engine, Launch, Kind, Tokens>,
-                            warp_launch_bytes<Policy, Act, Launch, Tokens>(p.shape()), p, d, stream, "mamba2",
-                            warp_step_threads / 32, wait,
-                            flushes_planned_only<Policy, Launch, Kind> ? Policy::window : 1);
+                            warp_launch_bytes<Policy, Act, Launch, Kind, Tokens>(p.shape()), p, d, stream, "mamba2",
+                            warp_step_threads / 32, wait, flushes_planned_only<Policy, Launch> ? flush_share : 1);
 }
 
 /// Launches the snapshot baseline's warp kernel for up to `Tokens` drafts.
@@ -231,6 +248,19 @@ status launch_warp_snapshot(const mamba2_params<Act>& p, const device_limits& d,
   using step_t = warp::mamba2_warp_step<writeback_policy<StateFormat>, Act, warp::warp_role::flush, Tokens, Engine>;
   return launch_warp_kernel(mamba2_warp_snapshot_kernel<StateFormat, Act, Engine, Tokens>,
                             step_t::temp_storage_bytes(p.shape()), p, d, stream, "mamba2");
+}
+
+/// A planned verify step's launches for up to `Tokens` drafts: the flush launch (the requests
+/// whose drafts do not fit after their committed entries, flushed, then read) and beside it
+/// the read launch (every other request).
+template <class Policy, warp::copy_engine Engine, int Tokens, class Act>
+status verify_launches(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+  constexpr step_kind verify = step_kind::verify;
+  if (status s =
+          launch_warp_step<Policy, Engine, warp_launch::flush, verify, Tokens>(p, d, stream, launch_wait::overlapping);
+      !s)
+    return s;
+  return launch_warp_step<Policy, Engine, warp_launch::read, verify, Tokens>(p, d, stream, launch_wait::overlapping);
 }
 
 /// Whether the stored state of `p` can stream with the bulk copy engine on this device.
@@ -251,9 +281,10 @@ bool bulk_copies_fit(const mamba2_params<Act>& p, const device_limits& d) {
 /// decode step's read launch runs beside its flush launch (they step different requests),
 /// so that the flushes of staggered windows cost the read step little; where every warp of
 /// the step fits on the device at once (a small batch), one launch reads or flushes each
-/// request as planned. A verify step
-/// flushes first (the committed entries of the requests whose drafts would not fit), then
-/// reads every request with its drafts from the new state, in a kernel for up to 4 or up to 8.
+/// request as planned. A verify step's
+/// flush launch flushes the committed entries of the requests whose drafts would not fit
+/// after them, then reads those requests' drafts from the new state, beside the read launch
+/// of the others (`verify_launches`, a kernel for up to 4 or up to 8 drafts).
 template <class Policy, warp::copy_engine Engine, step_kind Kind, class Act>
 status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   if constexpr (Policy::is_writeback) {
@@ -261,9 +292,9 @@ status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cud
   } else if constexpr (Kind == step_kind::decode) {
     if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
     bool one_launch = false;
-    if (status s =
-            warps_fit_at_once(mamba2_warp_kernel<Policy, Act, Engine, warp_launch::planned>,
-                              warp_launch_bytes<Policy, Act, warp_launch::planned, 1>(p.shape()), p, d, one_launch);
+    if (status s = warps_fit_at_once(mamba2_warp_kernel<Policy, Act, Engine, warp_launch::planned>,
+                                     warp_launch_bytes<Policy, Act, warp_launch::planned, Kind, 1>(p.shape()), p, d,
+                                     one_launch);
         !s)
       return s;
     if (one_launch)
@@ -273,11 +304,8 @@ status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cud
     return launch_warp_step<Policy, Engine, warp_launch::read>(p, d, stream, launch_wait::overlapping);
   } else {
     if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
-    if (status s = launch_warp_step<Policy, Engine, warp_launch::flush, Kind>(p, d, stream, launch_wait::overlapping);
-        !s)
-      return s;
-    return p.tokens <= 4 ? launch_warp_step<Policy, Engine, warp_launch::read, Kind, 4>(p, d, stream)
-                         : launch_warp_step<Policy, Engine, warp_launch::read, Kind, max_draft_tokens>(p, d, stream);
+    return p.tokens <= 4 ? verify_launches<Policy, Engine, 4>(p, d, stream)
+                         : verify_launches<Policy, Engine, max_draft_tokens>(p, d, stream);
   }
 }
 

@@ -154,12 +154,12 @@ struct mamba2_warp_layout {
   static constexpr key_place flush_keys_at =
       entries * config::flush_unit <= 64 ? key_place::registers : key_place::shared_memory;
   /// Whether the entries' B rows and the tokens' C rows are staged here for a read step's key
-  /// dots, formed after the stream: a verify step's (its drafts' dots), and a decode step's of
-  /// a window of up to 16. A longer window's staged keys would take warps per SM from the
-  /// stream (its shared memory sets them), which costs more than the wait on keys loaded into
-  /// registers and dotted before the stream is consumed.
-  static constexpr bool stages_key_dots = !flushes && (Tokens > 1 || window <= 16);
-  /// Whether the entries' B rows are staged here: for a verify step's key dots, and for a
+  /// dots, formed after the stream: a decode step's of a window of up to 16. A longer
+  /// window's staged keys, or a verify step's with its drafts' C rows, would take warps per
+  /// SM from the stream (its shared memory sets them), which costs more than the wait on keys
+  /// loaded into registers and dotted before the stream is consumed.
+  static constexpr bool stages_key_dots = !flushes && Tokens == 1 && window <= 16;
+  /// Whether the entries' B rows are staged here: for a decode read's key dots, and for a
   /// flush whose keys exceed its registers.
   static constexpr bool stages_keys = flushes ? flush_keys_at == key_place::shared_memory : stages_key_dots;
   /// Whether keys past the staged entries are zeros (a flush folds whole runs of entries).
@@ -333,8 +333,9 @@ struct global_keys {
 /// the read kernel's registers.
 template <int W, int T, class Rows>
 __device__ void key_dots(const Rows& rows, float* weight, int32_t N, int32_t count, int32_t tokens, int lane) {
-  // Entries per group: 32 sums and 16 keys (64 registers) at most.
-  constexpr int by_sums = W < 32 / T ? W : 32 / T, G = by_sums < 16 ? by_sums : 16;
+  // Entries per group: 16 sums and 16 keys at most (a verify step's dots before its stream,
+  // grouped for 32 sums, spilled the read kernel's registers).
+  constexpr int by_sums = W < 16 / T ? W : 16 / T, G = by_sums < 16 ? by_sums : 16;
   for (int32_t g0 = 0; g0 < count; g0 += G) {
     float dot[T * G];
 #pragma unroll
@@ -432,24 +433,36 @@ __device__ void query_coefficients(const warp_window<Layout, Act>& w, int32_t se
   __syncwarp();
 }
 
-/// Hands y of rows `rows` of the first `tokens` tokens to `out` (`out(t, p, y)`), token t's
-/// x in staged row seen0 - 1 + t: its state term row_sum[t * P + p] times decay[t] (1
-/// without `decay`) and its window term sum_i weight[t * W + i] x_i over the staged rows
-/// i < seen0 + t (none without `weight`).
-template <int W, class Layout, class Act, class Outputs>
+/// Hands y of rows `rows` of the first `tokens` of `Tokens` tokens to `out` (`out(t, p, y)`),
+/// token t's x in staged row seen0 - 1 + t: its state term row_sum[t * P + p] times decay[t]
+/// (1 without `decay`) and its window term sum_i weight[t * W + i] x_i over the staged rows
+/// i < seen0 + t (none without `weight`). Lane l takes rows first + l, first + l + 32, ...;
+/// a row's staged x are read once for all the tokens (a verify step's drafts share them),
+/// and a token's weights as vectors.
+template <int W, int Tokens, class Layout, class Act, class Outputs>
 __device__ void write_outputs(const warp_window<Layout, Act>& w, const mamba2_head_inputs<Act>& in, row_range rows,
                               int32_t P, int32_t seen0, int32_t tokens, const float* decay, const float* weight,
                               Outputs& out, int lane) {
   const bool gated = in.z.data != nullptr;
   const float* row_sum = w.floats(w.l.row_sum);
-  for (int32_t t = 0; t < tokens; ++t) {
-    const float state_decay = decay != nullptr ? decay[t] : 1.0f;
-    const int32_t seen = weight != nullptr ? seen0 + t : 0;
-    for (int32_t p = rows.first + lane; p < rows.first + rows.count; p += 32) {
+  // Staged rows of x (those of a decode step's window are its token's seen rows, so that one
+  // predicate both loads and adds each).
+  const int32_t staged = weight == nullptr ? 0 : Tokens == 1 ? seen0 : seen0 + tokens - 1;
+  for (int32_t p = rows.first + lane; p < rows.first + rows.count; p += 32) {
+    float x[W];
+#pragma unroll
+    for (int j = 0; j < W; ++j) x[j] = j < staged ? to_float(w.x(j)[p]) : 0.0f;
+#pragma unroll
+    for (int t = 0; t < Tokens; ++t) {
+      if (t >= tokens) break;  // the same on every lane
+      const int32_t seen = weight != nullptr ? seen0 + t : 0;
+      float coefficient[W];
+      if (weight != nullptr) load_scratch(weight + t * W, coefficient);
       float window_term = 0.0f;
 #pragma unroll
       for (int j = 0; j < W; ++j)
-        if (j < seen) window_term = math::fma(weight[t * W + j], to_float(w.x(j)[p]), window_term);
+        if (j < seen) window_term = math::fma(coefficient[j], x[j], window_term);
+      const float state_decay = decay != nullptr ? decay[t] : 1.0f;
       const float z = gated ? to_float(w.z(t)[p]) : 0.0f;
       out(t, p,
           mamba2::output(math::mul(state_decay, row_sum[t * P + p]), window_term, in.D, to_float(w.x(seen0 - 1 + t)[p]),
@@ -559,7 +572,7 @@ __device__ bool read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, con
   if constexpr (layout_t::stages_key_dots) key_dots<W, Tokens>(w, w.floats(w.l.weight), N, staged.count, T, lane);
   query_coefficients<W>(w, seen0, T, lane);
   if (!gate()) return false;
-  write_outputs<W>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), out, lane);
+  write_outputs<W, Tokens>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), out, lane);
 
   for (int32_t t = 0; t < T; ++t) {
     const int32_t ring = plan.ring_slot(L + t), row = seen0 - 1 + t;
@@ -732,7 +745,7 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
   });
   if constexpr (outputs) {
     __syncwarp();
-    write_outputs<W>(w, in, rows, P, F - folds + 1, folds, nullptr, nullptr, out, lane);
+    write_outputs<W, Tokens>(w, in, rows, P, F - folds + 1, folds, nullptr, nullptr, out, lane);
   }
   return true;
 }
