@@ -138,9 +138,9 @@ __device__ inline void publish_stores(int32_t parts) {
 /// moves. Replay steps run the requests planned so: a flush launch takes the flushing
 /// requests in turn over a few request rows (`for_each_planned`; a verify step's then reads
 /// their drafts from the state just stored, L2 holding it), a read launch every request that
-/// reads, or one launch each request as planned. A write-back step flushes every request, each warp
-/// checking the whole request itself while its stream fills (a planner launch would add its
-/// latency to every write-back step).
+/// reads, or one launch each request as planned. A write-back step flushes every request,
+/// each warp checking the whole request itself while its stream fills (a planner launch
+/// would add its latency to every write-back step).
 template <class Policy, class Act, warp::copy_engine Engine, warp_launch Launch, step_kind Kind = step_kind::decode,
           int Tokens = 1>
 __global__ void __launch_bounds__(
