@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The state formats on the device against the host, chunk by chunk: decodes of random bytes
-// (NaN and infinity codes among them) and encodes of random values in both rounding modes,
-// so that the device's own conversion paths (hardware conversions behind a test, packed
-// encodes) are held to the host's bits directly, not only through the steps.
+// (NaN and infinity codes among them), as stored and as operands, and encodes of random
+// values in both rounding modes, so that the device's own conversion paths (hardware
+// conversions behind a test, packed encodes) are held to the host's bits directly, not only
+// through the steps.
 #include "device_runner.cuh"
 
 #include <cmath>
@@ -14,17 +15,21 @@ namespace {
 
 constexpr int test_chunks = 1 << 14;
 
-/// Chunk i: decode data/scales into `decoded`, encode `values` into `encoded` (and scales)
-/// with the random words `random` under `Round`.
+/// Chunk i: decode data/scales into `decoded` (and as operands, `decode_operands`, into
+/// `operands`), encode `values` into `encoded` (and scales) with the random words `random`
+/// under `Round`.
 template <class Format, class Round>
-__global__ void format_chunks_kernel(const uint8_t* data, const uint8_t* scales, float* decoded, const float* values,
-                                     const uint32_t* random, uint8_t* encoded, uint8_t* encoded_scales) {
+__global__ void format_chunks_kernel(const uint8_t* data, const uint8_t* scales, float* decoded, float* operands,
+                                     const float* values, const uint32_t* random, uint8_t* encoded,
+                                     uint8_t* encoded_scales) {
   constexpr int K = Format::chunk_elems;
   const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= test_chunks) return;
   float out[K];
   Format::decode(data + i * Format::data_bytes_per_chunk, scales + i * Format::scale_bytes_per_chunk, out);
   for (int e = 0; e < K; ++e) decoded[i * K + e] = out[e];
+  decode_operands<Format>(data + i * Format::data_bytes_per_chunk, scales + i * Format::scale_bytes_per_chunk, out);
+  for (int e = 0; e < K; ++e) operands[i * K + e] = out[e];
   float in[K];
   for (int e = 0; e < K; ++e) in[e] = values[i * K + e];
   Format::template encode<Round>(in, random + i * Format::random_words_per_chunk,
@@ -76,27 +81,35 @@ void check_format_on_device(uint32_t seed) {
   std::vector<uint32_t> random(size_t(test_chunks) * R + 1);
   for (uint32_t& w : random) w = rng();
 
-  std::vector<float> decoded(size_t(test_chunks) * K);
+  std::vector<float> decoded(size_t(test_chunks) * K), operands(decoded.size());
   std::vector<uint8_t> encoded(data.size()), encoded_scales(scales.size());
   {
     device_copy d_data(data.data(), data.size()), d_scales(scales.data(), scales.size());
     device_copy d_values(values.data(), values.size() * 4), d_random(random.data(), random.size() * 4);
-    device_copy d_decoded(decoded.data(), decoded.size() * 4), d_encoded(encoded.data(), encoded.size());
+    device_copy d_decoded(decoded.data(), decoded.size() * 4), d_operands(operands.data(), operands.size() * 4);
+    device_copy d_encoded(encoded.data(), encoded.size());
     device_copy d_encoded_scales(encoded_scales.data(), encoded_scales.size());
     format_chunks_kernel<Format, Round><<<(test_chunks + 127) / 128, 128>>>(
-        d_data.get<uint8_t>(), d_scales.get<uint8_t>(), d_decoded.get<float>(), d_values.get<float>(),
+        d_data.get<uint8_t>(), d_scales.get<uint8_t>(), d_decoded.get<float>(), d_operands.get<float>(),
+        d_values.get<float>(),
         d_random.get<uint32_t>(), d_encoded.get<uint8_t>(), d_encoded_scales.get<uint8_t>());
     REPLAYSSM_CUDA_CHECK(cudaDeviceSynchronize());
     REPLAYSSM_CUDA_CHECK(cudaMemcpy(decoded.data(), d_decoded.get<float>(), decoded.size() * 4, cudaMemcpyDeviceToHost));
+    REPLAYSSM_CUDA_CHECK(
+        cudaMemcpy(operands.data(), d_operands.get<float>(), operands.size() * 4, cudaMemcpyDeviceToHost));
     REPLAYSSM_CUDA_CHECK(cudaMemcpy(encoded.data(), d_encoded.get<uint8_t>(), encoded.size(), cudaMemcpyDeviceToHost));
     REPLAYSSM_CUDA_CHECK(cudaMemcpy(encoded_scales.data(), d_encoded_scales.get<uint8_t>(), encoded_scales.size(),
                                     cudaMemcpyDeviceToHost));
   }
-  int decode_mismatches = 0, encode_mismatches = 0;
+  int decode_mismatches = 0, operand_mismatches = 0, encode_mismatches = 0, nans = 0;
   for (int i = 0; i < test_chunks; ++i) {
     float want[K];
     Format::decode(&data[size_t(i) * D], &scales[size_t(i) * S], want);
-    for (int e = 0; e < K; ++e) decode_mismatches += same_float(want[e], decoded[size_t(i) * K + e]) ? 0 : 1;
+    for (int e = 0; e < K; ++e) {
+      decode_mismatches += same_float(want[e], decoded[size_t(i) * K + e]) ? 0 : 1;
+      operand_mismatches += same_float(want[e], operands[size_t(i) * K + e]) ? 0 : 1;  // NaN for NaN
+      nans += std::isnan(want[e]) ? 1 : 0;
+    }
     float in[K];
     for (int e = 0; e < K; ++e) in[e] = values[size_t(i) * K + e];
     uint8_t bytes[D], scale_bytes[S + 1];
@@ -108,6 +121,9 @@ void check_format_on_device(uint32_t seed) {
   }
   INFO(Format::name << (Round::is_stochastic ? ", stochastic" : ", nearest even"));
   CHECK(decode_mismatches == 0);
+  CHECK(operand_mismatches == 0);
+  // The random codes hold NaNs, so that a format's own operand decode is held on them.
+  if constexpr (replayssm::detail::has_member<Format, replayssm::detail::decode_operands_t>::value) CHECK(nans > 0);
   CHECK(encode_mismatches == 0);
 }
 

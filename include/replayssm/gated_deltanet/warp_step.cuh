@@ -554,8 +554,8 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
 #pragma unroll
       for (int i = 0; i < R; ++i) {
         const int chunk = unit * V + lane + 32 * i;
-        format::decode(data + chunk * format::data_bytes_per_chunk, scales + chunk * format::scale_bytes_per_chunk,
-                       x[i]);
+        decode_operands<format>(data + chunk * format::data_bytes_per_chunk,
+                                scales + chunk * format::scale_bytes_per_chunk, x[i]);
       }
 #pragma unroll
       for (int t = 0; t < Tokens; ++t) {

@@ -555,7 +555,7 @@ __device__ bool read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, con
       for (int i = 0; i < lane_rows; ++i) {
         const int u = lanes.unit_index(i);
         float v[unit];
-        format::decode(data + u * format::data_bytes_per_chunk, scales + u * format::scale_bytes_per_chunk, v);
+        decode_operands<format>(data + u * format::data_bytes_per_chunk, scales + u * format::scale_bytes_per_chunk, v);
 #pragma unroll
         for (int t = 0; t < Tokens; ++t) {
           part[t * lane_rows + i] = 0.0f;
@@ -673,8 +673,9 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
         for (int q = 0; q < unit / ckpt_chunk; ++q) {
           float v[ckpt_chunk];
           const int chunk = u * (unit / ckpt_chunk) + q;
-          ckpt_format::decode(data + chunk * ckpt_format::data_bytes_per_chunk,
-                              scales + chunk * ckpt_format::scale_bytes_per_chunk, v);
+          // Operands: every value is decayed (multiplied) before it is stored.
+          decode_operands<ckpt_format>(data + chunk * ckpt_format::data_bytes_per_chunk,
+                                       scales + chunk * ckpt_format::scale_bytes_per_chunk, v);
 #pragma unroll
           for (int e = 0; e < ckpt_chunk; ++e) t.v[i][q * ckpt_chunk + e] = decayed_checkpoint(total, v[e]);
         }

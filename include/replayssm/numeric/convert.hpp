@@ -23,6 +23,12 @@ namespace replayssm {
 template <class To, class From, class Round = round_nearest_even>
 struct convert;
 
+/// What a packed conversion to fp32 (`apply_words`) keeps of a NaN: its payload, which a
+/// state decoded to be stored again needs (it re-encodes to the same bits), or only that it
+/// is a NaN, which is all an operand of arithmetic needs (the GPU's arithmetic returns its
+/// canonical NaN whatever the payload): the device conversion then takes no NaN test.
+enum class nan_payload : uint8_t { kept, dropped };
+
 namespace detail {
 
 /// Position of the most significant set bit of x != 0.
@@ -265,27 +271,32 @@ struct convert<float, half_t, Round> {
 #endif
   }
   /// The 2N halves of `words` (element 2k in the low half of word k) to fp32, each as
-  /// `apply` converts it. On the device one test covers all of them: NaN-free words (nearly
-  /// always) take the hardware conversion without a branch per element, which had been
-  /// 37% of an FP16 read step's instructions.
-  template <int N>
+  /// `apply` converts it (a NaN's payload kept or not: `Nan`). On the device one test covers
+  /// all of them: NaN-free words (nearly always) take the hardware conversion without a
+  /// branch per element, which had been 37% of an FP16 read step's instructions; with
+  /// `nan_payload::dropped` every word takes it (a NaN stays a NaN) and the test goes.
+  template <int N, nan_payload Nan = nan_payload::kept>
   REPLAYSSM_HOST_DEVICE static void apply_words(const uint32_t (&words)[N], float (&out)[2 * N]) {
 #if REPLAYSSM_DEVICE_PASS
     // A half's magnitude above 0x7C00 (a NaN) carries into its top bit; no carry crosses
     // the halves.
     uint32_t nan_test = 0;
     for (int k = 0; k < N; ++k) nan_test |= (words[k] & 0x7FFF7FFFu) + 0x03FF03FFu;
-    if ((nan_test & 0x80008000u) == 0) {
+    const bool by_hardware = Nan == nan_payload::dropped || (nan_test & 0x80008000u) == 0;
+    if (by_hardware) {
       for (int k = 0; k < N; ++k) {
         out[2 * k] = apply_non_nan(half_t::from_bits(static_cast<uint16_t>(words[k])));
         out[2 * k + 1] = apply_non_nan(half_t::from_bits(static_cast<uint16_t>(words[k] >> 16)));
       }
-      return;
     }
+#else
+    constexpr bool by_hardware = false;
 #endif
-    for (int k = 0; k < N; ++k) {
-      out[2 * k] = apply(half_t::from_bits(static_cast<uint16_t>(words[k])));
-      out[2 * k + 1] = apply(half_t::from_bits(static_cast<uint16_t>(words[k] >> 16)));
+    if (!by_hardware) {
+      for (int k = 0; k < N; ++k) {
+        out[2 * k] = apply(half_t::from_bits(static_cast<uint16_t>(words[k])));
+        out[2 * k + 1] = apply(half_t::from_bits(static_cast<uint16_t>(words[k] >> 16)));
+      }
     }
   }
 };
@@ -296,8 +307,9 @@ struct convert<float, bfloat16_t, Round> {
   REPLAYSSM_HOST_DEVICE static float apply(bfloat16_t b) {
     return math::float_from_bits(static_cast<uint32_t>(b.bits) << 16);
   }
-  /// The 2N bfloat16 values of `words` (element 2k in the low half of word k) to fp32.
-  template <int N>
+  /// The 2N bfloat16 values of `words` (element 2k in the low half of word k) to fp32 (a
+  /// NaN's payload always kept).
+  template <int N, nan_payload = nan_payload::kept>
   REPLAYSSM_HOST_DEVICE static void apply_words(const uint32_t (&words)[N], float (&out)[2 * N]) {
     for (int k = 0; k < N; ++k) {
       out[2 * k] = math::float_from_bits(words[k] << 16);
@@ -319,25 +331,29 @@ struct convert<float, float_e4m3_t, Round> {
   /// converts it. On sm_89 and up, words without a NaN code (one test for all of them) take
   /// the hardware conversion of two codes to two halves (exact: every e4m3 value is a half),
   /// then one exact conversion each: the field shifts and NaN test per element had kept FP8
-  /// read steps bound by instructions.
-  template <int N>
+  /// read steps bound by instructions. With `nan_payload::dropped` every word takes the
+  /// hardware conversion (a NaN code gives a NaN) and the test goes.
+  template <int N, nan_payload Nan = nan_payload::kept>
   REPLAYSSM_HOST_DEVICE static void apply_words(const uint32_t (&words)[N], float (&out)[4 * N]) {
 #if REPLAYSSM_DEVICE_PASS && __CUDA_ARCH__ >= 890
     // A code's magnitude 0x7F (a NaN) carries into its byte's top bit; no carry crosses bytes.
     uint32_t nan_test = 0;
     for (int k = 0; k < N; ++k) nan_test |= (words[k] & 0x7F7F7F7Fu) + 0x01010101u;
-    if ((nan_test & 0x80808080u) == 0) {
+    const bool by_hardware = Nan == nan_payload::dropped || (nan_test & 0x80808080u) == 0;
+    if (by_hardware) {
       for (int k = 0; k < 2 * N; ++k) {
         uint32_t halves;
         asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(halves) : "h"(static_cast<uint16_t>(words[k / 2] >> (16 * (k % 2)))));
         out[2 * k] = convert<float, half_t>::apply_non_nan(half_t::from_bits(static_cast<uint16_t>(halves)));
         out[2 * k + 1] = convert<float, half_t>::apply_non_nan(half_t::from_bits(static_cast<uint16_t>(halves >> 16)));
       }
-      return;
     }
+#else
+    constexpr bool by_hardware = false;
 #endif
-    for (int i = 0; i < 4 * N; ++i)
-      out[i] = apply(float_e4m3_t::from_bits(static_cast<uint8_t>(words[i / 4] >> (8 * (i % 4)))));
+    if (!by_hardware)
+      for (int i = 0; i < 4 * N; ++i)
+        out[i] = apply(float_e4m3_t::from_bits(static_cast<uint8_t>(words[i / 4] >> (8 * (i % 4)))));
   }
 };
 

@@ -134,9 +134,12 @@ struct half_width_format {
 
   REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk, const uint8_t* /*scale*/,
                                            float (&out)[chunk_elems]) {
-    uint32_t w[4];
-    load_words(data_chunk, w);
-    convert<float, T>::apply_words(w, out);
+    decode_words<nan_payload::kept>(data_chunk, out);
+  }
+  /// `decode` for operands of arithmetic (`decode_operands`): a NaN may lose its payload.
+  REPLAYSSM_HOST_DEVICE static void decode_operands(const uint8_t* data_chunk, const uint8_t* /*scale*/,
+                                                    float (&out)[chunk_elems]) {
+    decode_words<nan_payload::dropped>(data_chunk, out);
   }
 
   template <class Round>
@@ -147,6 +150,14 @@ struct half_width_format {
       w[k] = encode_group<T, 16, 2, Round>(in + 2 * k, Round::is_stochastic ? rbits[k] : 0u);
     }
     store_words(data_chunk, w);
+  }
+
+ private:
+  template <nan_payload Nan>
+  REPLAYSSM_HOST_DEVICE static void decode_words(const uint8_t* data_chunk, float (&out)[chunk_elems]) {
+    uint32_t w[4];
+    load_words(data_chunk, w);
+    convert<float, T>::template apply_words<4, Nan>(w, out);
   }
 };
 
@@ -213,13 +224,12 @@ struct fp8_e4m3_format {
 
   REPLAYSSM_HOST_DEVICE static void decode(const uint8_t* data_chunk, const uint8_t* scale_chunk,
                                            float (&out)[chunk_elems]) {
-    uint32_t w[4];
-    uint32_t scale_word[1];
-    detail::load_words(data_chunk, w);
-    detail::load_words(scale_chunk, scale_word);
-    const float scale = math::float_from_bits(scale_word[0]);
-    convert<float, float_e4m3_t>::apply_words(w, out);
-    for (float& v : out) v = math::mul(v, scale);
+    decode_scaled<nan_payload::kept>(data_chunk, scale_chunk, out);
+  }
+  /// `decode` for operands of arithmetic (`decode_operands`): a NaN may lose its payload.
+  REPLAYSSM_HOST_DEVICE static void decode_operands(const uint8_t* data_chunk, const uint8_t* scale_chunk,
+                                                    float (&out)[chunk_elems]) {
+    decode_scaled<nan_payload::dropped>(data_chunk, scale_chunk, out);
   }
 
   template <class Round>
@@ -256,6 +266,19 @@ struct fp8_e4m3_format {
     // into the exponent field is the correct next binade.
     const uint32_t rounded = (quotient + 0xFu) & ~0xFu;
     return math::float_from_bits(rounded > min_scale_bits ? rounded : min_scale_bits);
+  }
+
+ private:
+  template <nan_payload Nan>
+  REPLAYSSM_HOST_DEVICE static void decode_scaled(const uint8_t* data_chunk, const uint8_t* scale_chunk,
+                                                  float (&out)[chunk_elems]) {
+    uint32_t w[4];
+    uint32_t scale_word[1];
+    detail::load_words(data_chunk, w);
+    detail::load_words(scale_chunk, scale_word);
+    const float scale = math::float_from_bits(scale_word[0]);
+    convert<float, float_e4m3_t>::template apply_words<4, Nan>(w, out);
+    for (float& v : out) v = math::mul(v, scale);
   }
 };
 
@@ -457,5 +480,25 @@ struct state_format_check {
                 "local memory in the kernels; use smaller chunks (docs/formats.md, \"Bringing your own format\")");
   static constexpr bool ok = complete;
 };
+
+namespace detail {
+template <class F>
+using decode_operands_t = decltype(F::decode_operands(std::declval<const uint8_t*>(), std::declval<const uint8_t*>(),
+                                                      std::declval<float (&)[F::chunk_elems]>()));
+}  // namespace detail
+
+/// Decodes a chunk of `F` into operands of arithmetic (a read step's products, a flush's
+/// decayed checkpoint): by `F::decode_operands` where the format has one (a NaN may come back
+/// with another payload, which the GPU's arithmetic drops anyway, and the device skips its
+/// NaN test), else by `F::decode`. Values stored again as decoded (a copy) take `decode`,
+/// which keeps a NaN's bits.
+template <class F>
+REPLAYSSM_HOST_DEVICE void decode_operands(const uint8_t* data_chunk, const uint8_t* scale_chunk,
+                                           float (&out)[F::chunk_elems]) {
+  if constexpr (detail::has_member<F, detail::decode_operands_t>::value)
+    F::decode_operands(data_chunk, scale_chunk, out);
+  else
+    F::decode(data_chunk, scale_chunk, out);
+}
 
 }  // namespace replayssm
