@@ -33,6 +33,7 @@
 #include "replayssm/mamba2/head_step.hpp"
 #include "replayssm/mamba2/recurrence.hpp"
 #include "replayssm/numeric/activation.hpp"
+#include "replayssm/numeric/convert.hpp"
 #include "replayssm/replay/executor.hpp"
 #include "replayssm/replay/scalar_decay.hpp"
 #include "replayssm/replay/state_view.hpp"
@@ -112,14 +113,17 @@ struct mamba2_warp_config {
     return read_lanes::supported(state_dim) && flush_lanes::supported(state_dim) &&
            (Policy::shared_state || flush_unit % read_format::chunk_elems == 0);
   }
-  /// Rows of a stage of a step of `Role`.
+  /// Rows of a stage of a step of `Role`, a power of two: the stage over a state dimension
+  /// that divides it (`supported`), by a shift (a division by a run-time divisor is some
+  /// twenty instructions, and every warp forms its layout).
   template <warp_role Role>
   __host__ __device__ static int32_t stage_rows(int32_t state_dim) {
-    return (Role == warp_role::flush ? flush_stage : read_stage) / state_dim;
+    return (Role == warp_role::flush ? flush_stage : read_stage) >> replayssm::detail::leading_one(uint32_t(state_dim));
   }
   /// Part `part` of `parts` of a head's rows, split at whole stages.
   template <warp_role Role>
   __host__ __device__ static row_range part_rows(mamba2_layer_shape s, int32_t parts, int32_t part) {
+    if (parts == 1) return {0, s.head_dim};
     const int32_t R = stage_rows<Role>(s.state_dim), stages_total = (s.head_dim + R - 1) / R;
     const int32_t per_part = (stages_total + parts - 1) / parts * R, first = part * per_part;
     const int32_t last = first + per_part < s.head_dim ? first + per_part : s.head_dim;
@@ -180,7 +184,7 @@ struct mamba2_warp_layout {
     l.x_pitch = align16(uint32_t(s.head_dim) * sizeof(Act));
     l.B_pitch = align16(uint32_t(s.state_dim) * sizeof(Act));
     const uint32_t R = uint32_t(config::template stage_rows<Role>(s.state_dim));
-    l.padded_rows = (uint32_t(s.head_dim) + R - 1) / R * R;
+    l.padded_rows = (uint32_t(s.head_dim) + R - 1) & ~(R - 1);
     uint32_t at = stream_bytes;
     auto take = [&at](uint32_t n) {
       const uint32_t start = at;
