@@ -146,8 +146,10 @@ struct half_width_format {
   REPLAYSSM_HOST_DEVICE static void encode(const float (&in)[chunk_elems], const uint32_t* rbits, uint8_t* data_chunk,
                                            uint8_t* /*scale*/) {
     uint32_t w[4];
-    for (int k = 0; k < 4; ++k) {
-      w[k] = encode_group<T, 16, 2, Round>(in + 2 * k, Round::is_stochastic ? rbits[k] : 0u);
+    if constexpr (Round::is_stochastic) {
+      for (int k = 0; k < 4; ++k) w[k] = encode_group<T, 16, 2, Round>(in + 2 * k, rbits[k]);
+    } else {
+      convert<T, float, Round>::template apply_words<4>(in, w);
     }
     store_words(data_chunk, w);
   }
