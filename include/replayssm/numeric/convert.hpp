@@ -24,8 +24,8 @@ template <class To, class From, class Round = round_nearest_even>
 struct convert;
 
 /// What a packed conversion to fp32 (`apply_words`) keeps of a NaN: its payload, which a
-/// state decoded to be stored again needs (it re-encodes to the same bits), or only that it
-/// is a NaN, which is all an operand of arithmetic needs (the GPU's arithmetic returns its
+/// value stored again as decoded needs (it re-encodes to the same bits), or only that it is
+/// a NaN, which is all an operand of arithmetic needs (the GPU's arithmetic returns its
 /// canonical NaN whatever the payload): the device conversion then takes no NaN test.
 enum class nan_payload : uint8_t { kept, dropped };
 
@@ -387,8 +387,8 @@ namespace detail {
 /// The 2N values of `in` encoded by `Convert::apply` into 16-bit codes, element 2k in the low
 /// half of word k. On the device one NaN test covers all of them, and NaN-free values (nearly
 /// always) convert a pair at a time (`Convert::apply_pair_non_nan`) with no branch per
-/// element: a test and a branch per element had been a third of an FP16 write-back step's
-/// instructions.
+/// element: a test and a branch per element had been nearly a third of an FP16 write-back
+/// step's instructions.
 template <class Convert, int N>
 REPLAYSSM_HOST_DEVICE void pack_pairs(const float (&in)[2 * N], uint32_t (&words)[N]) {
 #if REPLAYSSM_DEVICE_PASS
