@@ -320,7 +320,7 @@ inline double time_graph(benchmark::State& state, cudaGraphExec_t graph, cudaStr
 
 /// Fails the run if a step reported an error on the device.
 inline void require_no_step_errors(step_report* report, cudaStream_t stream) {
-  const status s = cuda::take_step_errors(report, stream);
+  const status s = replayssm::cuda::take_step_errors(report, stream);
   if (!s) {
     std::fprintf(stderr, "%s\n", s.message().c_str());
     std::exit(1);

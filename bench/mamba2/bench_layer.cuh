@@ -56,7 +56,7 @@ struct mamba2_bench_layer : device_arena {
     cuda_check(cudaDeviceSynchronize(), "setup");
   }
 
-  void step(cudaStream_t stream) { cuda::decode_step<Policy>(p, stream).throw_if_error(); }
+  void step(cudaStream_t stream) { replayssm::cuda::decode_step<Policy>(p, stream).throw_if_error(); }
 
   /// Modelled bytes of one step, averaged over a window.
   double bytes_per_step() const { return mamba2_bytes_per_step<Policy>(shape, batch, act_tag); }

@@ -29,7 +29,7 @@ struct fused_layer : mamba2_bench_layer<Policy> {
   void step(cudaStream_t stream) {
     using namespace replayssm_example;
     if constexpr (Variant == fused_variant::ready_made || Variant == fused_variant::ready_made_then_norm)
-      cuda::decode_step<Policy>(this->p, stream).throw_if_error();
+      replayssm::cuda::decode_step<Policy>(this->p, stream).throw_if_error();
     if constexpr (Variant == fused_variant::ready_made_then_norm)
       launch_rmsnorm(this->p, weight, norm_eps, stream).throw_if_error();
     if constexpr (Variant == fused_variant::engine_step)

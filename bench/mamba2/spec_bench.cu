@@ -16,8 +16,8 @@ void bm_replay(benchmark::State& state, mamba2_layer_shape shape) {
   using policy = replay_policy<16, fp32_format>;
   mamba2_bench_layer<policy> layer(shape, int(state.range(0)), true, draft_tokens);
   time_rounds(state, layer, [](const mamba2_params<act_t>& p, cudaStream_t s) {
-    cuda::verify_step<policy>(p, s).throw_if_error();
-    cuda::commit_drafts(p, s).throw_if_error();
+    replayssm::cuda::verify_step<policy>(p, s).throw_if_error();
+    replayssm::cuda::commit_drafts(p, s).throw_if_error();
   });
 }
 
@@ -28,8 +28,8 @@ void bm_snapshot(benchmark::State& state, mamba2_layer_shape shape) {
   int32_t* slots = const_cast<int32_t*>(layer.p.slot_indices);
   int32_t* snapshots = const_cast<int32_t*>(layer.p.snapshot_slots);
   time_rounds(state, layer, [&](const mamba2_params<act_t>& p, cudaStream_t s) {
-    cuda::verify_step<writeback_policy<fp32_format>>(p, s).throw_if_error();
-    cuda::snapshot_commit(p, slots, snapshots, s).throw_if_error();
+    replayssm::cuda::verify_step<writeback_policy<fp32_format>>(p, s).throw_if_error();
+    replayssm::cuda::snapshot_commit(p, slots, snapshots, s).throw_if_error();
   });
 }
 

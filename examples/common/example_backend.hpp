@@ -120,21 +120,21 @@ class backend {
   template <class Policy, class Params>
   void decode_step(const Params& p) const {
 #if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return cuda::decode_step<Policy>(p).throw_if_error();
+    if (cuda_) return replayssm::cuda::decode_step<Policy>(p).throw_if_error();
 #endif
     cpu::decode_step<Policy>(p).throw_if_error();
   }
   template <class Policy, class Params>
   void verify_step(const Params& p) const {
 #if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return cuda::verify_step<Policy>(p).throw_if_error();
+    if (cuda_) return replayssm::cuda::verify_step<Policy>(p).throw_if_error();
 #endif
     cpu::verify_step<Policy>(p).throw_if_error();
   }
   template <class Params>
   void commit(const Params& p) const {
 #if REPLAYSSM_CUDA_COMPILER
-    if (cuda_) return cuda::commit_drafts(p).throw_if_error();
+    if (cuda_) return replayssm::cuda::commit_drafts(p).throw_if_error();
 #endif
     cpu::commit_drafts(p).throw_if_error();
   }
@@ -152,7 +152,7 @@ class backend {
 #if REPLAYSSM_CUDA_COMPILER
     if (cuda_) {
       check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-      cuda::take_step_errors(report_).throw_if_error();
+      replayssm::cuda::take_step_errors(report_).throw_if_error();
     }
 #endif
   }

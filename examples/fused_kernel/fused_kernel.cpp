@@ -104,7 +104,7 @@ class runner {
   void ready_made(const mamba2_params<float>& p, const std::vector<float>& weight, [[maybe_unused]] layer& l) {
 #if REPLAYSSM_CUDA_COMPILER
     if (cuda_) {
-      on_device(p, l, [&](const mamba2_params<float>& d) { cuda::decode_step<policy>(d).throw_if_error(); });
+      on_device(p, l, [&](const mamba2_params<float>& d) { replayssm::cuda::decode_step<policy>(d).throw_if_error(); });
     } else
 #endif
       cpu::decode_step<policy>(p).throw_if_error();
@@ -147,7 +147,7 @@ class runner {
     d.request_plans = reinterpret_cast<request_plan*>(upload(plans.data(), plans.size() * sizeof(request_plan)));
     launch(d);
     check_cuda(cudaDeviceSynchronize(), "step");
-    cuda::take_step_errors(d.report).throw_if_error();
+    replayssm::cuda::take_step_errors(d.report).throw_if_error();
     auto back = [](void* host, const void* dev, size_t bytes) { check_cuda(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost), "download"); };
     back(p.y, d.y, act);
     back(l.checkpoint.data(), d.checkpoint, l.checkpoint.size() * 4);

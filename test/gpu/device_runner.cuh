@@ -109,11 +109,11 @@ status device_run(const typename State::params& hp, State& st, Launch&& launch) 
   if (!launched) return launched;
   REPLAYSSM_CUDA_CHECK(cudaDeviceSynchronize());
   m.download();
-  return cuda::take_step_errors(p.report);
+  return replayssm::cuda::take_step_errors(p.report);
 }
 
 /// The device decode runner of a host state's policy, in blocks of `Threads` threads.
-template <class State, int Threads = cuda::decode_block_threads>
+template <class State, int Threads = replayssm::cuda::decode_block_threads>
 step_runner<State> device_decode() {
   using params = typename State::params;
   return [](const params& hp, State& st) {
@@ -129,18 +129,19 @@ spec_runners<R, Policy, Act> device_spec_runners() {
   using format = typename Policy::checkpoint_format;
   using params = typename spec_runners<R, Policy, Act>::replay_state::params;
   return {[](const params& hp, auto& st) {
-            return device_run(hp, st, [](const params& p) { return cuda::verify_step<Policy>(p); });
+            return device_run(hp, st, [](const params& p) { return replayssm::cuda::verify_step<Policy>(p); });
           },
           [](const params& hp, auto& st) {
-            return device_run(hp, st, [](const params& p) { return cuda::commit_drafts(p); });
+            return device_run(hp, st, [](const params& p) { return replayssm::cuda::commit_drafts(p); });
           },
           [](const params& hp, auto& st) {
-            return device_run(hp, st, [](const params& p) { return cuda::verify_step<writeback_policy<format>>(p); });
+            return device_run(
+                hp, st, [](const params& p) { return replayssm::cuda::verify_step<writeback_policy<format>>(p); });
           },
           [](const params& hp, auto& st) {
             return device_run(hp, st, [](const params& p) {
-              return cuda::snapshot_commit(p, const_cast<int32_t*>(p.slot_indices),
-                                           const_cast<int32_t*>(p.snapshot_slots));
+              return replayssm::cuda::snapshot_commit(p, const_cast<int32_t*>(p.slot_indices),
+                                                      const_cast<int32_t*>(p.snapshot_slots));
             });
           }};
 }
@@ -273,7 +274,7 @@ void require_device_rejects_bad_counts(const typename R::case_type& c) {
 /// the block kernels run) from the same state and inputs and requires identical bytes of a
 /// request's checkpoint (the flush's arithmetic is one definition), and outputs that agree
 /// within the activation's tolerance (the GPU sums in its own order).
-template <class R, class Policy, class Act, int Threads = cuda::decode_block_threads>
+template <class R, class Policy, class Act, int Threads = replayssm::cuda::decode_block_threads>
 void require_bit_identical(const typename R::case_type& c, int steps) {
   using state = typename R::template state<Policy, Act>;
   std::mt19937_64 rng(c.seed);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The device commit (`cuda::commit_drafts`, shared by every recurrence) against what its
+// The device commit (`replayssm::cuda::commit_drafts`, shared by every recurrence) against what its
 // documentation says, worked out here head by head: each request commits its accepted
 // drafts at every head or, where anything about it is wrong, at none, and the lowest such
 // request is reported. More heads than a warp has lanes, permuted slots, pad rows, and
@@ -92,8 +92,8 @@ TEST_CASE("gpu commit moves every head of a request or none, and reports the fir
     p.accepted_counts = accepted.get<int32_t>();
     p.cursors = device_cursors.get<replay_cursor>();
     p.report = report.get<step_report>();
-    REQUIRE(cuda::commit_drafts(p).ok());
-    const status reported = cuda::take_step_errors(p.report);
+    REQUIRE(replayssm::cuda::commit_drafts(p).ok());
+    const status reported = replayssm::cuda::take_step_errors(p.report);
     device_cursors.download();
 
     REQUIRE_FALSE(reported.ok());

@@ -30,9 +30,9 @@ struct device_recurrence<gdn_params<Act>> {
   }
   template <class Policy, int Threads>
   static status decode(const gdn_params<Act>& p) {
-    if (!lanes_copy_engine) return cuda::detail::tokens_step<Policy, Threads, step_kind::decode>(p, nullptr);
+    if (!lanes_copy_engine) return replayssm::cuda::detail::tokens_step<Policy, Threads, step_kind::decode>(p, nullptr);
     const warp::copy_engine lanes = warp::copy_engine::lanes;
-    return cuda::detail::tokens_step<Policy, Threads, step_kind::decode>(p, nullptr, &lanes);
+    return replayssm::cuda::detail::tokens_step<Policy, Threads, step_kind::decode>(p, nullptr, &lanes);
   }
   /// Set by a test: the warp read step copies with the lanes engine (the fallback of devices
   /// without bulk copies) instead of the bulk engine.

@@ -29,9 +29,9 @@ struct device_recurrence<mamba2_params<Act>> {
   }
   template <class Policy, int Threads>
   static status decode(const mamba2_params<Act>& p) {
-    if (!lanes_copy_engine) return cuda::detail::tokens_step<Policy, Threads, step_kind::decode>(p, nullptr);
+    if (!lanes_copy_engine) return replayssm::cuda::detail::tokens_step<Policy, Threads, step_kind::decode>(p, nullptr);
     const warp::copy_engine lanes = warp::copy_engine::lanes;
-    return cuda::detail::tokens_step<Policy, Threads, step_kind::decode>(p, nullptr, &lanes);
+    return replayssm::cuda::detail::tokens_step<Policy, Threads, step_kind::decode>(p, nullptr, &lanes);
   }
   /// Set by a test: the warp steps copy with the lanes engine (the fallback of devices
   /// without bulk copies) instead of the bulk engine.

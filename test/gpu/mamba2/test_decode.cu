@@ -150,7 +150,7 @@ TEST_CASE("the mamba2 device launcher validates like the CPU one", "[gpu][mamba2
   p.groups = 1;
   p.head_dim = 8;
   p.state_dim = 40;
-  const status s = cuda::decode_step<replay_policy<16, fp32_format>>(p);
+  const status s = replayssm::cuda::decode_step<replay_policy<16, fp32_format>>(p);
   CHECK_THAT(s.message(), contains_text("unsupported state_dim=40"));
 }
 
@@ -212,7 +212,8 @@ TEST_CASE("a step that needs more shared memory than the device has is rejected 
   p.token_counts = drafts.data();
   const size_t smem = mamba2_scratch_layout<policy>::make(p.shape(), 8).bytes();
   REQUIRE(smem > 227 * 1024);
-  const status s = device_run(p, st, [](const mamba2_params<float>& d) { return cuda::verify_step<policy>(d); });
+  const status s =
+      device_run(p, st, [](const mamba2_params<float>& d) { return replayssm::cuda::verify_step<policy>(d); });
   CHECK_THAT(s.message(), contains_text("bytes of shared memory per block"));
   CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
 }

@@ -39,7 +39,9 @@ void require_snapshot_bit_identical(const mamba2_case& c, int tokens, int rounds
     p.snapshot_slots = gpu_snapshots.data();
     gpu_state.bind(p, true);
     p.y = y_gpu.data();
-    REQUIRE(device_run(p, gpu_state, [](const auto& dp) { return cuda::verify_step<writeback_policy<Format>>(dp); }).ok());
+    REQUIRE(device_run(p, gpu_state, [](const auto& dp) {
+              return replayssm::cuda::verify_step<writeback_policy<Format>>(dp);
+            }).ok());
     REQUIRE(cpu::snapshot_commit(p, gpu_slots.data(), gpu_snapshots.data()).ok());  // host slot tables
     INFO("round " << round);
     require_round_outputs_agree(y_cpu, y_gpu, plan, tokens, ys);
