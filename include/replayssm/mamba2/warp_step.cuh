@@ -3,12 +3,12 @@
 /// A Mamba-2 decode step of one head (or of a range of its rows) run by one warp, the
 /// structure that keeps the state stream at the memory's rate (docs/kernels.md): the state
 /// streams through the warp's ring (warp/state_stream.cuh), started before any other load;
-/// meanwhile the entries' x rows (and a read step's keys B_j and queries C) are copied
-/// asynchronously into the warp's shared memory, so that no register waits on them while
-/// the stream is consumed (a flush holds its columns of the keys in registers, and a decode
-/// read of a window past 16 dots its keys from registers before the stream, so that its
-/// shared memory does not grow with the window); the window term comes after the stream.
-/// No block barrier: every warp is independent.
+/// meanwhile the entries' x rows are copied asynchronously into the warp's shared memory, so
+/// that no register waits on them while the stream is consumed. A read step dots the
+/// window's keys B_j with its queries C from registers before the stream is consumed (their
+/// loads land beside its first stages; a decode read forms its whole weights there), a flush
+/// holds its columns of the keys in registers; the window term comes after the stream. No
+/// block barrier: every warp is independent.
 ///
 /// Two roles (`warp_role`), each a launch of its own in the ready-made kernels (mamba2/cuda.cuh):
 ///  - read: a window that does not fill; y from the read copy and the window, the token
@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <cub/warp/warp_scan.cuh>
 
 #include <cstdint>
 #include <type_traits>
@@ -152,30 +153,24 @@ struct mamba2_warp_layout {
   static constexpr int tokens = Tokens;
   /// Entries a step stages: the window's (a write-back flush's window is its one token).
   static constexpr int entries = flushes ? window * Tokens : window;
+  /// Whether the entries' step sizes and log decays are staged here, for coefficients formed
+  /// in shared memory: a flush's and a verify read's (a decode read forms its weights in
+  /// registers, `decode_weights`).
+  static constexpr bool stages_steps = flushes || Tokens > 1;
   using config = mamba2_warp_config<Policy>;
   /// Where a flush lane keeps the entries' keys B_j of its unit's columns: in registers
   /// where they are 64 floats at most, else in the warp's shared memory.
   static constexpr key_place flush_keys_at =
       entries * config::flush_unit <= 64 ? key_place::registers : key_place::shared_memory;
-  /// Whether the entries' B rows and the tokens' C rows are staged here for a read step's key
-  /// dots, formed after the stream: a decode step's of a window of up to 16. A longer
-  /// window's staged keys, or a verify step's with its drafts' C rows, would take warps per
-  /// SM from the stream (its shared memory sets them), which costs more than the wait on keys
-  /// loaded into registers and dotted before the stream is consumed.
-  static constexpr bool stages_key_dots = !flushes && Tokens == 1 && window <= 16;
-  /// Whether the entries' B rows are staged here: for a decode read's key dots, and for a
-  /// flush whose keys exceed its registers.
-  static constexpr bool stages_keys = flushes ? flush_keys_at == key_place::shared_memory : stages_key_dots;
-  /// Whether keys past the staged entries are zeros (a flush folds whole runs of entries).
-  static constexpr bool pads_keys = flushes && stages_keys;
-  /// Whether the tokens' C rows are staged here.
-  static constexpr bool stages_queries = stages_key_dots;
+  /// Whether the entries' B rows are staged here: for a flush whose keys exceed its
+  /// registers (a read dots its keys from registers).
+  static constexpr bool stages_keys = flushes && flush_keys_at == key_place::shared_memory;
   static constexpr uint32_t stream_bytes =
       flushes ? sizeof(typename config::template flush_stream<copy_engine::bulk>::TempStorage)
               : sizeof(typename config::template read_stream<copy_engine::bulk, Tokens>::TempStorage);
   uint32_t x_pitch, B_pitch;  ///< bytes per stored row of x and of B
   uint32_t padded_rows;       ///< head rows rounded up to whole stages
-  uint32_t x, z, B, C;        ///< stored rows: x of every entry, the tokens' z, B of every entry, the tokens' C
+  uint32_t x, z, B;           ///< stored rows: x of every entry, the tokens' z, B of every entry
   uint32_t window_dt, dt, log_decay, coef, weight, decay, row_sum, weighted_x, bytes;
 
   static constexpr uint32_t align16(uint32_t n) { return (n + 15u) / 16u * 16u; }
@@ -194,10 +189,9 @@ struct mamba2_warp_layout {
     l.x = take(entries * l.x_pitch);
     l.z = take(Tokens * l.x_pitch);
     l.B = take(stages_keys ? entries * l.B_pitch : 0);
-    l.C = take(stages_queries ? Tokens * l.B_pitch : 0);
-    l.window_dt = take(entries * 4);
-    l.dt = take(entries * 4);
-    l.log_decay = take(entries * 4);
+    l.window_dt = take(stages_steps ? entries * 4 : 0);
+    l.dt = take(stages_steps ? entries * 4 : 0);
+    l.log_decay = take(stages_steps ? entries * 4 : 0);
     l.coef = take(flushes ? entries * 4 : 0);
     l.weight = take(flushes ? 0 : Tokens * window * 4);
     l.decay = take(Tokens * 4);
@@ -218,7 +212,6 @@ struct warp_window {
   Layout l;
   __device__ const Act* x(int32_t j) const { return reinterpret_cast<const Act*>(base + l.x + j * l.x_pitch); }
   __device__ const Act* B(int32_t j) const { return reinterpret_cast<const Act*>(base + l.B + j * l.B_pitch); }
-  __device__ const Act* C(int32_t t) const { return reinterpret_cast<const Act*>(base + l.C + t * l.B_pitch); }
   __device__ const Act* z(int32_t t) const { return reinterpret_cast<const Act*>(base + l.z + t * l.x_pitch); }
   __device__ float* floats(uint32_t offset) const { return reinterpret_cast<float*>(base + offset); }
 };
@@ -226,46 +219,90 @@ struct warp_window {
 // Where entry j of a step lies (x, B, step size): the head step's own definition.
 using replayssm::detail::entry_rows;
 
-/// `U` consecutive activations of each of `K` rows (row k's at `row(k)`) as floats, the K
-/// loads issued before any is converted, so that they are in flight together (a branch per
-/// row kept each load's wait apart: a flush's 16 keys took 16 round trips). One vector load
-/// per row where every row's fill 8 or 16 aligned bytes, else a scalar load per element.
-template <int K, int U, class Row>
-__device__ void load_activation_rows(Row&& row, float (&out)[K][U]) {
-  using Act = std::remove_cv_t<std::remove_pointer_t<decltype(row(0))>>;
+/// `U` consecutive activations as stored, in 32-bit words, converted where they are used
+/// (`at`): keys held in registers take half the registers for 16-bit activations that floats
+/// would.
+template <int U, class Act>
+struct stored_activations {
+  static_assert(sizeof(Act) == 2 || sizeof(Act) == 4, "stored_activations: 16- or 32-bit activations");
+  static constexpr int bytes = U * int(sizeof(Act)), words = (bytes + 3) / 4;
+  /// The one load of the whole run where it fills 4, 8 or 16 aligned bytes.
+  using vector =
+      std::conditional_t<bytes == 4, uint32_t,
+                         std::conditional_t<bytes == 8, uint2, std::conditional_t<bytes == 16, uint4, void>>>;
+  union {
+    uint32_t word[words];
+    std::conditional_t<std::is_void_v<vector>, uint32_t[words], vector> loaded;
+  };
+
+  /// Element e as a float.
+  __device__ float at(int e) const {
+    if constexpr (sizeof(Act) == 4) {
+      return __uint_as_float(word[e]);
+    } else {
+      typename activation_traits<Act>::storage v;
+      v.bits = uint16_t(word[e / 2] >> (e % 2 * 16));
+      return to_float(v);
+    }
+  }
+};
+
+/// Loads `U` consecutive activations of rows 0 .. K - 1 (row k's at `row(k)`), every load
+/// issued before any is used (a branch per row kept each load's wait apart: a flush's 16
+/// keys took 16 round trips). Rows from `count` on and elements from `elements` on are not
+/// loaded (0); `row(k)` is called for k below `count` and for 0, whose address need not be
+/// valid when `count` is 0. One vector load per row where every row's elements fill 4, 8 or
+/// 16 aligned bytes, else a load per element.
+template <int K, int U, class Act, class Row>
+__device__ void load_stored_rows(Row&& row, int count, int elements, stored_activations<U, Act> (&out)[K]) {
+  using stored = stored_activations<U, Act>;
   const Act* from[K];
 #pragma unroll
-  for (int k = 0; k < K; ++k) from[k] = row(k);
-  constexpr int bytes = U * int(sizeof(Act));
-  if constexpr (bytes == 8 || bytes == 16) {
+  for (int k = 0; k < K; ++k) from[k] = row(k < count ? k : 0);
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int i = 0; i < stored::words; ++i) out[k].word[i] = 0u;
+  if constexpr (!std::is_void_v<typename stored::vector>) {
     uintptr_t addresses = 0;
 #pragma unroll
     for (int k = 0; k < K; ++k) addresses |= reinterpret_cast<uintptr_t>(from[k]);
-    if ((addresses & uintptr_t(bytes - 1)) == 0) {
-      using vector = std::conditional_t<bytes == 8, uint2, uint4>;
-      union {
-        vector v;
-        Act a[U];
-      } u[K];
-#pragma unroll
-      for (int k = 0; k < K; ++k) u[k].v = *reinterpret_cast<const vector*>(from[k]);
+    if ((addresses & uintptr_t(stored::bytes - 1)) == 0 && elements == U) {
 #pragma unroll
       for (int k = 0; k < K; ++k)
-#pragma unroll
-        for (int e = 0; e < U; ++e) out[k][e] = to_float(u[k].a[e]);
+        if (k < count) out[k].loaded = *reinterpret_cast<const typename stored::vector*>(from[k]);
       return;
     }
   }
 #pragma unroll
   for (int k = 0; k < K; ++k)
 #pragma unroll
-    for (int e = 0; e < U; ++e) out[k][e] = to_float(from[k][e]);
+    for (int e = 0; e < U; ++e) {
+      if (k >= count || e >= elements) continue;
+      if constexpr (sizeof(Act) == 4)
+        out[k].word[e] = *reinterpret_cast<const uint32_t*>(from[k] + e);
+      else
+        out[k].word[e / 2] |= uint32_t(*reinterpret_cast<const uint16_t*>(from[k] + e)) << (e % 2 * 16);
+    }
+}
+
+/// `U` consecutive activations of each of rows 0 .. K - 1 as floats (`load_stored_rows`; rows
+/// from `count` on are 0).
+template <int K, int U, class Row>
+__device__ void load_activation_rows(Row&& row, int count, float (&out)[K][U]) {
+  using Act = std::remove_cv_t<std::remove_pointer_t<decltype(row(0))>>;
+  stored_activations<U, Act> stored[K];
+  load_stored_rows<K>(row, count, U, stored);
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int e = 0; e < U; ++e) out[k][e] = stored[k].at(e);
 }
 
 /// `U` consecutive activations at `from` as floats (`load_activation_rows` of one row).
 template <int U, class Act>
 __device__ void load_activations(const Act* from, float (&out)[U]) {
-  load_activation_rows<1, U>([from](int) { return from; }, reinterpret_cast<float(&)[1][U]>(out));
+  load_activation_rows<1, U>([from](int) { return from; }, 1, reinterpret_cast<float(&)[1][U]>(out));
 }
 
 /// Sums each row's partial dot products over its lanes and stores the rows below `end` of
@@ -288,8 +325,8 @@ struct staged_entries {
 };
 
 /// Issues the asynchronous copies of the staged entries' rows into the warp's shared
-/// memory: their x, their B where the layout stages keys, the tokens' z (and C for a read
-/// step), and the window's step sizes. No register waits on them. Every lane calls it;
+/// memory: their x, their B where the layout stages keys, the tokens' z, and the window's
+/// step sizes where it stages them. No register waits on them. Every lane calls it;
 /// `lanes_wait<0>` and a `__syncwarp` precede their use (`stage_decays`).
 template <class Layout, class Policy, class Act>
 __device__ void copy_window(const warp_window<Layout, Act>& w, const entry_rows<Policy, Act>& entry,
@@ -298,10 +335,10 @@ __device__ void copy_window(const warp_window<Layout, Act>& w, const entry_rows<
   const int32_t P = s.head_dim, N = s.state_dim;
   lanes_copy_rows(w.base + w.l.x, w.l.x_pitch, e.count, uint32_t(P) * sizeof(Act),
                   [&](int32_t j) { return entry.x(e.first + j); }, lane);
-  if constexpr (Layout::stages_keys)
-    lanes_copy_rows(w.base + w.l.B, w.l.B_pitch, e.count, uint32_t(N) * sizeof(Act),
-                    [&](int32_t j) { return entry.B(e.first + j); }, lane);
-  if constexpr (Layout::pads_keys) {  // keys 0 past the staged entries
+  if constexpr (Layout::stages_keys) {  // keys 0 past the staged entries (a flush folds whole runs)
+    lanes_copy_rows(
+        w.base + w.l.B, w.l.B_pitch, e.count, uint32_t(N) * sizeof(Act),
+        [&](int32_t j) { return entry.B(e.first + j); }, lane);
     Act* past = reinterpret_cast<Act*>(w.base + w.l.B + e.count * w.l.B_pitch);
     for (int32_t n = lane; n < (Layout::entries - e.count) * int32_t(w.l.B_pitch / sizeof(Act)); n += 32)
       past[n] = from_float<Act>(0.0f);
@@ -309,36 +346,25 @@ __device__ void copy_window(const warp_window<Layout, Act>& w, const entry_rows<
   if (entry.in.z.data != nullptr)
     for (int32_t t = 0; t < e.tokens; ++t)
       lanes_copy(w.base + w.l.z + t * w.l.x_pitch, entry.in.z.at(t), uint32_t(P) * sizeof(Act), lane);
-  if constexpr (Layout::stages_queries)
-    for (int32_t t = 0; t < e.tokens; ++t)
-      lanes_copy(w.base + w.l.C + t * w.l.B_pitch, entry.in.C.at(t), uint32_t(N) * sizeof(Act), lane);
-  for (int32_t j = lane; j < e.count && e.first + j < plan.length; j += 32)
-    copy_word_async(w.floats(w.l.window_dt) + j,
-                    entry.st.window_dt + plan.ring_slot(e.first + j) * entry.st.window_dt_stride);
+  if constexpr (Layout::stages_steps)
+    for (int32_t j = lane; j < e.count && e.first + j < plan.length; j += 32)
+      copy_word_async(w.floats(w.l.window_dt) + j,
+                      entry.st.window_dt + plan.ring_slot(e.first + j) * entry.st.window_dt_stride);
   lanes_commit();
 }
 
-/// The key and query rows of a step's entries in global memory: entry first + j's B, token
-/// t's C (`warp_window` has the same two for the rows it staged).
-template <class Policy, class Act>
-struct global_keys {
-  const entry_rows<Policy, Act>& entry;
-  int32_t first;
-  __device__ const Act* B(int32_t j) const { return entry.B(first + j); }
-  __device__ const Act* C(int32_t t) const { return entry.in.C.at(t); }
-};
-
-/// The dots B_i . C_t of `count` entries with the C of the first `tokens` of `T` tokens into
-/// `weight` at [t * W + i] (the window coefficients multiply them later), from `rows` (their
-/// `B(i)` and `C(t)`: staged by `copy_window`, then after `stage_decays`; or `global_keys`):
-/// each lane takes 4 consecutive columns of every 128, and the warp reduce-scatters the sums,
-/// a group of up to 16 entries at a time. Ends with a `__syncwarp`. Each row loads on its own
-/// (`load_activations`): loaded together (`load_activation_rows`) the group's keys spilled
-/// the read kernel's registers.
-template <int W, int T, class Rows>
-__device__ void key_dots(const Rows& rows, float* weight, int32_t N, int32_t count, int32_t tokens, int lane) {
-  // Entries per group: 16 sums and 16 keys at most (a verify step's dots before its stream,
-  // grouped for 32 sums, spilled the read kernel's registers).
+/// A verify read's dots B_i . C_t of `count` entries (entry first + i) with the C of the
+/// first `tokens` of `T` tokens into `weight` at [t * W + i] (the window coefficients
+/// multiply them later), before the stream is consumed: each lane takes 4 consecutive
+/// columns of every 128, and the warp reduce-scatters the sums, a group of up to 16 entries
+/// at a time. Ends with a `__syncwarp`. Each row loads on its own (`load_activations`):
+/// loaded together (`load_activation_rows`) the group's keys spilled the read kernel's
+/// registers.
+template <int W, int T, class Policy, class Act>
+__device__ void key_dots(const entry_rows<Policy, Act>& entry, int32_t first, float* weight, int32_t N, int32_t count,
+                         int32_t tokens, int lane) {
+  // Entries per group: 16 sums and 16 keys at most (grouped for 32 sums, a verify step's dots
+  // spilled the read kernel's registers).
   constexpr int by_sums = W < 16 / T ? W : 16 / T, G = by_sums < 16 ? by_sums : 16;
   for (int32_t g0 = 0; g0 < count; g0 += G) {
     float dot[T * G];
@@ -347,10 +373,10 @@ __device__ void key_dots(const Rows& rows, float* weight, int32_t N, int32_t cou
     for (int32_t n = lane * 4; n < N; n += 128) {
       float c[T][4], b[G][4];
 #pragma unroll
-      for (int t = 0; t < T; ++t) load_activations<4>(rows.C(t < tokens ? t : 0) + n, c[t]);
-      // Entries past the step's load the last one again and are not stored: no branch.
+      for (int t = 0; t < T; ++t) load_activations<4>(entry.in.C.at(t < tokens ? t : 0) + n, c[t]);
+        // Entries past the step's load the last one again and are not stored: no branch.
 #pragma unroll
-      for (int j = 0; j < G; ++j) load_activations<4>(rows.B(g0 + j < count ? g0 + j : count - 1) + n, b[j]);
+      for (int j = 0; j < G; ++j) load_activations<4>(entry.B(first + (g0 + j < count ? g0 + j : count - 1)) + n, b[j]);
 #pragma unroll
       for (int t = 0; t < T; ++t)
 #pragma unroll
@@ -487,12 +513,7 @@ struct flush_keys<W, U, Act, key_place::registers> {
   template <class Policy, class Layout>
   __device__ flush_keys(const entry_rows<Policy, Act>& entry, const warp_window<Layout, Act>&, int32_t column,
                         int32_t F) {
-    // Entries past F load entry F - 1 again (no branch between the loads), then read as 0.
-    load_activation_rows<W, U>([&](int j) { return entry.B(j < F ? j : (F > 0 ? F - 1 : 0)) + column; }, b);
-#pragma unroll
-    for (int j = 0; j < W; ++j)
-#pragma unroll
-      for (int e = 0; e < U; ++e) b[j][e] = j < F ? b[j][e] : 0.0f;
+    load_activation_rows<W, U>([&](int j) { return entry.B(j) + column; }, F, b);  // 0 from F on
   }
   __device__ void load(int j, float (&out)[U]) const {
 #pragma unroll
@@ -518,40 +539,17 @@ struct state_tile {
   float v[I][U];
 };
 
-/// A read step of rows `rows` of one head by one warp, from `stream` (the read copy's,
-/// started first; `smem` the warp's `mamba2_warp_layout<Policy, Act, warp_role::read,
-/// Tokens>` bytes): y of the step's tokens from the read copy and the window, the tokens
-/// appended (x of these rows; B and the step sizes by the warp of the head's first rows). A
-/// decode step has one token; a verify step up to `Tokens` drafts, each seeing the drafts
-/// before it, and the entries a flush folded first (`plan.folded`, done by a verify flush
-/// before this step) already in the state it reads. `plan` must not write the checkpoint
-/// otherwise. The outputs go to `out` (`store_outputs`); `gate()` is asked before the first
-/// write, and a false returns false with nothing written (`always_write`).
-template <int Tokens, class Stream, class Policy, class Act, class Outputs, class Gate>
-__device__ bool read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
-                          mamba2_layer_shape s, const step_plan& plan, row_range rows, uint8_t* smem, Outputs& out,
-                          Gate& gate, int lane) {
+/// Streams a read step's rows of a head: each stage's rows dotted with the lane's slices of
+/// the first `tokens` tokens' C (`c`, at the lane's unit column), each row's sum stored at
+/// row_sum[t * P + row] (`store_row_sums`).
+template <int Tokens, class Policy, class Stream>
+__device__ void stream_row_sums(Stream& stream, const float (&c)[Tokens][mamba2_warp_config<Policy>::read_unit],
+                                mamba2_layer_shape s, row_range rows, int32_t tokens, float* row_sum, int lane) {
   using config = mamba2_warp_config<Policy>;
   using format = typename config::read_format;
-  using lanes_t = typename config::read_lanes;
-  using layout_t = mamba2_warp_layout<Policy, Act, warp_role::read, Tokens>;
-  constexpr int unit = config::read_unit, W = Policy::window, lane_rows = lanes_t::rows;
-  const int32_t N = s.state_dim, P = s.head_dim, end = rows.first + rows.count, L = plan.length, F = plan.folded;
-  const int32_t T = Tokens == 1 ? 1 : (plan.tokens < Tokens ? plan.tokens : Tokens);  // the planner skips more
-  const staged_entries staged{F, L + T - F, T};
-  const warp_window<layout_t, Act> w{smem, layout_t::make(s)};
-  const entry_rows<Policy, Act> entry{in, st, plan};
-  copy_window(w, entry, s, staged, lane);
-  const token_steps<layout_t> tokens(in, plan, staged, lane);
-  const int32_t column = lanes_t(N, lane).column();
-  float c[Tokens][unit];
-#pragma unroll
-  for (int t = 0; t < Tokens; ++t) load_activations<unit>(in.C.at(t < T ? t : 0) + column, c[t]);
-  if constexpr (!layout_t::stages_key_dots)
-    key_dots<W, Tokens>(global_keys<Policy, Act>{entry, F}, w.floats(w.l.weight), N, staged.count, T, lane);
-
-  const int32_t stage_rows = config::template stage_rows<warp_role::read>(N);
-  with_unit_lanes<config::read_stage, unit>(N, lane, [&](const auto& lanes) {
+  constexpr int unit = config::read_unit, lane_rows = config::read_lanes::rows;
+  const int32_t end = rows.first + rows.count, stage_rows = config::template stage_rows<warp_role::read>(s.state_dim);
+  with_unit_lanes<config::read_stage, unit>(s.state_dim, lane, [&](const auto& lanes) {
     stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
       const int32_t row0 = rows.first + stage * stage_rows;
       float part[Tokens * lane_rows];
@@ -567,29 +565,191 @@ __device__ bool read_rows(Stream& stream, const mamba2_head_inputs<Act>& in, con
           for (int e = 0; e < unit; ++e) part[t * lane_rows + i] = math::fma(v[e], c[t][e], part[t * lane_rows + i]);
         }
       }
-      store_row_sums<lane_rows>(lanes, part, row0 + lanes.row(0), end, T, P, w.floats(w.l.row_sum));
+      store_row_sums<lane_rows>(lanes, part, row0 + lanes.row(0), end, tokens, s.head_dim, row_sum);
     });
   });
+}
+
+/// Appends a read step's first `tokens` tokens to the window: token t (entry L + t of the
+/// plan, staged row L + t - `staged_first`) at ring slot L + t, x of these rows from its
+/// staged row; its B and step size (`step(t)`) by the warp of the head's first rows.
+template <class Layout, class Policy, class Act, class Step>
+__device__ void append_tokens(const warp_window<Layout, Act>& w, const entry_rows<Policy, Act>& entry, row_range rows,
+                              int32_t N, int32_t tokens, int32_t staged_first, int lane, Step&& step) {
+  const step_plan& plan = entry.plan;
+  const mamba2_head_state<Policy, Act>& st = entry.st;
+  for (int32_t t = 0; t < tokens; ++t) {
+    const int32_t j = plan.length + t, ring = plan.ring_slot(j);
+    Act* x = st.window_x + ring * st.window_x_stride;
+    for (int32_t p = rows.first + lane; p < rows.first + rows.count; p += 32) x[p] = w.x(j - staged_first)[p];
+    if (rows.first == 0) {
+      if (st.appends_key) {
+        Act* B = st.window_B + ring * st.window_B_stride;
+        for (int32_t n = lane; n < N; n += 32) B[n] = entry.B(j)[n];
+      }
+      if (lane == 0) st.window_dt[ring * st.window_dt_stride] = step(t);
+    }
+  }
+}
+
+/// A decode read's weights of its window, formed from registers before its stream is
+/// consumed (the first stages land meanwhile): the keys' dots with the token's C (each lane
+/// 4 columns of every 128 of a group of `group` entries, loaded together, then
+/// reduce-scattered to a sum per lane), times the coefficients (exp of the log decays after
+/// each entry, times its step size), summed by a scan over the lanes (CUB's) in an order of
+/// its own: these feed outputs, which need FP32 accuracy, not the checkpoint's bits
+/// (replay/scalar_decay.hpp). Keys loaded before the stream and dotted after it stay live
+/// through the stream's loop, which then spills: an FP32 read step was 6% slower.
+template <int W, class Act>
+struct decode_weights {
+  static constexpr int pow2_at_least(int n, int p = 1) { return p >= n ? p : pow2_at_least(n, 2 * p); }
+  /// Entries whose keys a lane holds at once: a power of two whose dots reduce-scatter to a
+  /// sum per lane, 64 bytes of keys per lane at most.
+  static constexpr int group = pow2_at_least(W) < 16 ? pow2_at_least(W) : 16;
+  static constexpr int groups = (W + group - 1) / group;
+  /// Entries per lane: lane l holds entries 32 k + 31 - l (`entry_of`), the window in reverse
+  /// lane order, so that a prefix scan over the lanes sums the log decays after each entry.
+  static constexpr int lane_entries = (W + 31) / 32;
+  __device__ static int entry_of(int lane, int k) { return 32 * k + 31 - lane; }
+  using key = stored_activations<4, Act>;
+
+  float weight[lane_entries];  ///< entry_of(lane, k)'s weight; 0 past the token
+  float decay;                 ///< the checkpoint's decay over the window, on every lane
+  float token_step;            ///< the token's step size, on every lane
+
+  /// The weights of the L + 1 entries of `entry` (the token the last).
+  template <class Policy>
+  __device__ decode_weights(const entry_rows<Policy, Act>& entry, int32_t N, int lane) {
+    const mamba2_head_inputs<Act>& in = entry.in;
+    const int32_t L = entry.plan.length;
+    float step[lane_entries], dot[lane_entries];
+#pragma unroll
+    for (int k = 0; k < lane_entries; ++k) {
+      const int j = entry_of(lane, k);
+      step[k] = j < L ? entry.st.window_dt[entry.plan.ring_slot(j) * entry.st.window_dt_stride] : 0.0f;
+      dot[k] = 0.0f;
+    }
+    const float token_dt = to_float(in.dt.at(0)[0]);
+#pragma unroll
+    for (int g = 0; g < groups; ++g) {
+      if (g * group > L) break;  // the same on every lane
+      float part[group];
+#pragma unroll
+      for (int k = 0; k < group; ++k) part[k] = 0.0f;
+      for (int32_t n = 4 * lane; n < N + 4 * lane; n += 128) {  // the same trips on every lane
+        const int columns = N - n >= 4 ? 4 : N > n ? int(N - n) : 0;
+        key B[group], C[1];
+        load_stored_rows<group>([&](int k) { return entry.B(g * group + k) + n; },
+                                columns > 0 ? (L + 1 - g * group < group ? int(L + 1 - g * group) : group) : 0, columns,
+                                B);
+        load_stored_rows<1>([&](int) { return in.C.at(0) + n; }, columns > 0 ? 1 : 0, columns, C);
+#pragma unroll
+        for (int k = 0; k < group; ++k)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) part[k] = math::fma(B[k].at(e), C[0].at(e), part[k]);
+      }
+      reduce_scatter(part, 32, lane);  // entry g * group + m's sum on lanes m * 32 / group ...
+#pragma unroll
+      for (int k = 0; k < lane_entries; ++k) {
+        const int m = entry_of(lane, k) - g * group;
+        const float sum = __shfl_sync(0xffffffffu, part[0], (m & (group - 1)) * (32 / group));
+        if (m >= 0 && m < group) dot[k] = sum;
+      }
+    }
+    token_step = mamba2::step_size(token_dt, in.dt_bias, in.dt_softplus);
+    using scan = cub::WarpScan<float>;
+    typename scan::TempStorage no_storage;  // shuffles: a 32-lane scan needs no shared memory
+    float after = 0.0f;                     // the log decays of the lane chunks after the current one
+#pragma unroll
+    for (int k = lane_entries - 1; k >= 0; --k) {
+      const int j = entry_of(lane, k);
+      const float s = j < L ? step[k] : j == L ? token_step : 0.0f;
+      float later, chunk;  // the log decays of the chunk's entries after j, and of all of them
+      scan(no_storage).ExclusiveSum(mamba2::log_decay(s, in.A), later, chunk);
+      weight[k] = math::mul(dot[k], math::mul(math::exp(math::add(later, after)), s));
+      after = math::add(after, chunk);
+    }
+    decay = math::exp(after);
+  }
+  /// Stores the weights of entries below W at `to` and the decay at `decay_at`.
+  __device__ void store(float* to, float* decay_at, int lane) const {
+#pragma unroll
+    for (int k = 0; k < lane_entries; ++k)
+      if (entry_of(lane, k) < W) to[entry_of(lane, k)] = weight[k];
+    if (lane == 0) *decay_at = decay;
+  }
+};
+
+/// A decode read of rows `rows` of one head by one warp, from `stream` (the read copy's,
+/// started first; `smem` the warp's `mamba2_warp_layout<Policy, Act, warp_role::read>`
+/// bytes): y from the read copy and the window, the token appended (x of these rows; B and
+/// its step size by the warp of the head's first rows). The entries' x rows and the
+/// token's z are copied into shared memory and the weights formed (`decode_weights`) before
+/// the stream is consumed; the outputs after it. The outputs go to `out`
+/// (`store_outputs`); `gate()` is asked before the first write, and a false returns false
+/// with nothing written (`always_write`).
+template <class Stream, class Policy, class Act, class Outputs, class Gate>
+__device__ bool decode_read_rows(Stream& stream, const mamba2_head_inputs<Act>& in,
+                                 const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, const step_plan& plan,
+                                 row_range rows, uint8_t* smem, Outputs& out, Gate& gate, int lane) {
+  using config = mamba2_warp_config<Policy>;
+  using layout_t = mamba2_warp_layout<Policy, Act, warp_role::read>;
+  constexpr int W = Policy::window;
+  const int32_t N = s.state_dim, P = s.head_dim, L = plan.length;
+  const warp_window<layout_t, Act> w{smem, layout_t::make(s)};
+  const entry_rows<Policy, Act> entry{in, st, plan};
+  copy_window(w, entry, s, staged_entries{0, L + 1, 1}, lane);
+  float c[1][config::read_unit];
+  load_activations<config::read_unit>(in.C.at(0) + config::read_lanes(N, lane).column(), c[0]);
+  const decode_weights<W, Act> weights(entry, N, lane);
+  weights.store(w.floats(w.l.weight), w.floats(w.l.decay), lane);
+  stream_row_sums<1, Policy>(stream, c, s, rows, 1, w.floats(w.l.row_sum), lane);
+
+  lanes_wait<0>();  // the window's rows
+  __syncwarp();
+  if (!gate()) return false;
+  write_outputs<W, 1>(w, in, rows, P, L + 1, 1, w.floats(w.l.decay), w.floats(w.l.weight), out, lane);
+  append_tokens(w, entry, rows, N, 1, 0, lane, [&](int32_t) { return weights.token_step; });
+  return true;
+}
+
+/// A verify read of rows `rows` of one head by one warp, from `stream` (the read copy's,
+/// started first; `smem` the warp's `mamba2_warp_layout<Policy, Act, warp_role::read,
+/// Tokens>` bytes): y of up to `Tokens` drafts from the read copy and the window, each
+/// draft seeing the drafts before it, and the entries a flush folded first (`plan.folded`,
+/// done by a verify flush before this step) already in the state it reads; the drafts
+/// appended uncommitted (x of these rows; B and the step sizes by the warp of the head's
+/// first rows). `plan` must not write the checkpoint otherwise. The outputs go to `out`
+/// (`store_outputs`); `gate()` is asked before the first write, and a false returns false
+/// with nothing written (`always_write`).
+template <int Tokens, class Stream, class Policy, class Act, class Outputs, class Gate>
+__device__ bool verify_read_rows(Stream& stream, const mamba2_head_inputs<Act>& in,
+                                 const mamba2_head_state<Policy, Act>& st, mamba2_layer_shape s, const step_plan& plan,
+                                 row_range rows, uint8_t* smem, Outputs& out, Gate& gate, int lane) {
+  using config = mamba2_warp_config<Policy>;
+  using layout_t = mamba2_warp_layout<Policy, Act, warp_role::read, Tokens>;
+  constexpr int unit = config::read_unit, W = Policy::window;
+  const int32_t N = s.state_dim, P = s.head_dim, L = plan.length, F = plan.folded;
+  const int32_t T = plan.tokens < Tokens ? plan.tokens : Tokens;  // the planner skips more
+  const staged_entries staged{F, L + T - F, T};
+  const warp_window<layout_t, Act> w{smem, layout_t::make(s)};
+  const entry_rows<Policy, Act> entry{in, st, plan};
+  copy_window(w, entry, s, staged, lane);
+  const token_steps<layout_t> tokens(in, plan, staged, lane);
+  const int32_t column = typename config::read_lanes(N, lane).column();
+  float c[Tokens][unit];
+#pragma unroll
+  for (int t = 0; t < Tokens; ++t) load_activations<unit>(in.C.at(t < T ? t : 0) + column, c[t]);
+  key_dots<W, Tokens>(entry, F, w.floats(w.l.weight), N, staged.count, T, lane);
+  stream_row_sums<Tokens, Policy>(stream, c, s, rows, T, w.floats(w.l.row_sum), lane);
 
   const int32_t seen0 = L + 1 - F;  // entries the first token sees, itself included
   stage_decays(w, in, plan, staged, tokens, lane);
-  if constexpr (layout_t::stages_key_dots) key_dots<W, Tokens>(w, w.floats(w.l.weight), N, staged.count, T, lane);
   query_coefficients<W>(w, seen0, T, lane);
   if (!gate()) return false;
   write_outputs<W, Tokens>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), out, lane);
 
-  for (int32_t t = 0; t < T; ++t) {
-    const int32_t ring = plan.ring_slot(L + t), row = seen0 - 1 + t;
-    Act* x = st.window_x + ring * st.window_x_stride;
-    for (int32_t p = rows.first + lane; p < end; p += 32) x[p] = w.x(row)[p];
-    if (rows.first == 0) {
-      if (st.appends_key) {
-        Act* B = st.window_B + ring * st.window_B_stride;
-        for (int32_t n = lane; n < N; n += 32) B[n] = entry.B(F + row)[n];
-      }
-      if (lane == 0) st.window_dt[ring * st.window_dt_stride] = w.floats(w.l.dt)[row];
-    }
-  }
+  append_tokens(w, entry, rows, N, T, F, lane, [&](int32_t t) { return w.floats(w.l.dt)[L - F + t]; });
   return true;
 }
 
@@ -833,8 +993,12 @@ class mamba2_warp_step {
       return detail::flush_rows<Kind, Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, gate, lane(),
                                               nullptr);
     } else {
-      static_assert(Kind == step_kind::verify || Tokens == 1, "mamba2_warp_step: a decode step reads one token");
-      return detail::read_rows<Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, gate, lane());
+      static_assert(Kind == step_kind::decode ? Tokens == 1 : Tokens > 1,
+                    "mamba2_warp_step: a decode step reads one token, a verify step 2 to max_draft_tokens (Tokens)");
+      if constexpr (Tokens == 1)
+        return detail::decode_read_rows(stream_, in, state_, shape_, plan, rows_, storage_, out, gate, lane());
+      else
+        return detail::verify_read_rows<Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, gate, lane());
     }
   }
 
