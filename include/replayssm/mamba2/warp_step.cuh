@@ -374,9 +374,11 @@ __device__ void key_dots(const entry_rows<Policy, Act>& entry, int32_t first, fl
       float c[T][4], b[G][4];
 #pragma unroll
       for (int t = 0; t < T; ++t) load_activations<4>(entry.in.C.at(t < tokens ? t : 0) + n, c[t]);
-        // Entries past the step's load the last one again and are not stored: no branch.
 #pragma unroll
-      for (int j = 0; j < G; ++j) load_activations<4>(entry.B(first + (g0 + j < count ? g0 + j : count - 1)) + n, b[j]);
+      for (int j = 0; j < G; ++j) {
+        const int32_t i = g0 + j < count ? g0 + j : count - 1;  // past the step's: the last again, never stored
+        load_activations<4>(entry.B(first + i) + n, b[j]);
+      }
 #pragma unroll
       for (int t = 0; t < T; ++t)
 #pragma unroll
