@@ -678,9 +678,8 @@ def main():
     command = "python3 bench/report.py " + " ".join(repo_path(p) for p in args.results)
     runs_note = ""
     if len(res.runs) > 1:
-        runs_note = (f"\nIts rows come from {len(res.runs)} runs of different filters (the newer run's row where two hold one;\n"
-                     "each table names its runs). A run of every benchmark saved as `docs/data/h200_bench.json`\n"
-                     "replaces them all (then `git rm` the files the page no longer names).\n")
+        runs_note = (f"\nIts rows come from {len(res.runs)} runs (the newer run's row where two hold one; each table\n"
+                     "names its runs); a run of every benchmark as `docs/data/h200_bench.json` replaces them all.\n")
     page.add(PAGE_HEAD.format(bench=BENCH, command=command, runs_note=runs_note))
     ceilings(page)
     mamba2_section(page)
