@@ -29,33 +29,41 @@
 namespace replayssm {
 namespace cuda {
 
-/// The block executor of a Gated DeltaNet step: a whole row per thread for the streaming
-/// (write-back and snapshot) steps and the flushes of a shared state, four lanes per row
-/// for the other replay steps.
-template <bool Streaming>
-using gdn_executor = basic_block_executor<gdn_row_lanes<Streaming>>;
+/// The block executor of a Gated DeltaNet step whose rows are split as `Split`.
+template <gdn_row_split Split>
+using gdn_executor = basic_block_executor<gdn_row_lanes<Split>>;
 
 namespace detail {
 
+/// How a block launch of `Policy` that steps the requests `Launch` names splits its rows: a
+/// whole row per thread for a write-back step and for flushes of a shared state (`flush`:
+/// the requests planned to flush, beside a warp launch that reads the others); flushes that
+/// also write a read copy, and the other replay steps, four lanes per row (whole rows took
+/// twice as long there on the H200).
+template <class Policy, warp_launch Launch>
+inline constexpr gdn_row_split gdn_block_rows =
+    Policy::is_writeback || (Launch == warp_launch::flush && Policy::shared_state) ? gdn_row_split::whole_rows
+                                                                                   : gdn_row_split::four_lanes;
+
 /// One block runs one value head of one request: a decode or verify step of the planned
-/// requests (`FlushesOnly`: of those planned to flush; a warp launch reads the others).
-/// Flushes of a shared state run with a whole row per thread; those that also write a read
-/// copy keep four lanes per row (whole rows took twice as long there on the H200).
-template <class Policy, class Act, int Threads, step_kind Kind, bool FlushesOnly = false,
-          bool WholeRows = Policy::is_writeback || (FlushesOnly && Policy::shared_state)>
-__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<WholeRows, Kind>>)
+/// requests, or (`warp_launch::flush`) of those planned to flush (a warp launch reads the
+/// others).
+template <class Policy, class Act, int Threads, step_kind Kind, warp_launch Launch = warp_launch::planned>
+__global__ void __launch_bounds__(Threads,
+                                  decode_min_blocks<Threads, gdn_blocks_per_sm<gdn_block_rows<Policy, Launch>, Kind>>)
     gdn_decode_kernel(const gdn_params<Act> p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "gdn_decode_kernel: Threads must be whole warps");
+  static_assert(Launch != warp_launch::read, "gdn_decode_kernel: steps every planned request, or the flushing ones");
   detail::run_request_head(
       p,
       [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
         const gdn_head_views<Policy, Act> v(p, b, h, slot);
-        return gdn_head_step<Kind>(gdn_executor<WholeRows>{}, v.in, v.state, p.shape(), scratch);
+        return gdn_head_step<Kind>(gdn_executor<gdn_block_rows<Policy, Launch>>{}, v.in, v.state, p.shape(), scratch);
       },
-      FlushesOnly);
+      Launch == warp_launch::flush);
 }
 
-/// The read (`Flush` false) or flush warp kernel of a step of `Kind` (a verify step's read
+/// The read or flush warp kernel (`Role`) of a step of `Kind` (a verify step's read
 /// takes up to `Tokens` drafts): each warp steps one value head of one request planned so,
 /// or a part of its rows (`detail::warp_place`; flushes on whole rows only), the warps of
 /// one head meeting at one barrier before the cursor moves (gated_deltanet/warp_step.cuh). A
@@ -64,10 +72,11 @@ __global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks
 /// checking their requests themselves, as Mamba-2's do, instead of the planner was slower
 /// at large batches, each warp comparing its request's slot with every other, and gained
 /// nothing at smaller ones.)
-template <class Policy, class Act, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode,
+template <class Policy, class Act, warp::copy_engine Engine, warp::warp_role Role, step_kind Kind = step_kind::decode,
           int Tokens = 1>
-__global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush && !Policy::is_writeback, Tokens>)
+__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<gdn_warp_registers<Policy, Role, Tokens>>)
     gdn_warp_kernel(const gdn_params<Act> p, uint32_t warp_bytes, int32_t parts) {
+  constexpr bool flushes = Role == warp::warp_role::flush;
   extern __shared__ float4 warp_storage[];
   const detail::warp_place at(parts);
   const int32_t slot = request_slot(p, at.b);
@@ -80,8 +89,8 @@ __global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush &
     detail::wait_for_plans();
     if (at.h >= p.heads) return;
     const request_plan planned = p.request_plans[at.b];
-    if (Kind == step_kind::verify && !Flush ? planned == request_plan::skip
-                                            : planned != (Flush ? request_plan::flush : request_plan::read))
+    if (Kind == step_kind::verify && !flushes ? planned == request_plan::skip
+                                              : planned != (flushes ? request_plan::flush : request_plan::read))
       return;
   }
   const gdn_head_views<Policy, Act> v(p, at.b, at.h, slot);
@@ -89,43 +98,44 @@ __global__ void __launch_bounds__(warp_step_threads, gdn_warp_min_blocks<Flush &
   uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
   const warp::row_range rows = warp::gdn_row_flush_config<Policy>::part_rows(parts, at.part);
   // The stream starts before the cursor is read: its latency hides behind the state's.
-  auto stream = warp::start_gdn_stream<Flush, Engine>(v.state, shape, smem, at.lane, rows);
+  auto stream = warp::start_gdn_stream<Role, Engine>(v.state, shape, smem, at.lane, rows);
   if (streams_early) {
     detail::wait_for_plans();
     if (p.request_plans[at.b] != request_plan::flush) return stream.drain();
   }
   const step_plan plan = plan_step<Kind>(v.state, Kind == step_kind::decode ? 1 : v.in.tokens);
-  if constexpr (Flush && warp::gdn_row_flushes<Policy>)
+  if constexpr (flushes && warp::gdn_row_flushes<Policy>)
     warp::gdn_warp_row_flush<Kind>(stream, v.in, v.state, shape, plan, smem, at.lane, rows);
-  else if constexpr (Flush)
+  else if constexpr (flushes)
     warp::gdn_warp_flush<Kind>(stream, v.in, v.state, shape, plan, smem, at.lane);
   else
     warp::gdn_warp_read<Tokens>(stream, v.in, v.state, shape, plan, smem, at.lane);
-  if (Kind == step_kind::verify && Flush) return;  // the verify read that follows moves the cursor
+  if (Kind == step_kind::verify && flushes) return;  // the verify read that follows moves the cursor
   if (parts > 1) __syncthreads();
   if (at.part == 0 && at.lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, Kind);
 }
 
 /// The snapshot baseline's verify step: one block per (request, value head), a row per thread.
 template <class StateFormat, class Act, int Threads>
-__global__ void __launch_bounds__(Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<true, step_kind::verify>>)
+__global__ void __launch_bounds__(
+    Threads, decode_min_blocks<Threads, gdn_blocks_per_sm<gdn_row_split::whole_rows, step_kind::verify>>)
     gdn_snapshot_kernel(const gdn_params<Act> p) {
   detail::run_request_head(p, [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
-    return gdn_snapshot_head_step<StateFormat, Act>(gdn_executor<true>{}, p, b, h, slot, scratch);
+    return gdn_snapshot_head_step<StateFormat, Act>(gdn_executor<gdn_row_split::whole_rows>{}, p, b, h, slot, scratch);
   });
 }
 
-/// Launches the read (`Flush` false) or flush warp kernel of a step of `Kind` over every
+/// Launches the read or flush warp kernel (`Role`) of a step of `Kind` over every
 /// request (those planned so step; `wait`: `overlapping` for the launch right after the
 /// planner's); a flush on whole rows may split a head's rows over several warps.
-template <class Policy, warp::copy_engine Engine, bool Flush, step_kind Kind = step_kind::decode, int Tokens = 1,
-          class Act>
+template <class Policy, warp::copy_engine Engine, warp::warp_role Role, step_kind Kind = step_kind::decode,
+          int Tokens = 1, class Act>
 status launch_gdn_warp_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream,
                             launch_wait wait = launch_wait::all_before) {
-  return launch_warp_kernel(gdn_warp_kernel<Policy, Act, Engine, Flush, Kind, Tokens>,
-                            warp::gdn_warp_layout<Policy, Flush, Tokens>::make(p.shape()).bytes, p, d, stream,
-                            "gated_deltanet", Flush && warp::gdn_row_flushes<Policy> ? warp_step_threads / 32 : 1,
-                            wait);
+  constexpr bool parted = Role == warp::warp_role::flush && warp::gdn_row_flushes<Policy>;
+  return launch_warp_kernel(gdn_warp_kernel<Policy, Act, Engine, Role, Kind, Tokens>,
+                            warp::gdn_warp_layout<Policy, Role, Tokens>::make(p.shape()).bytes, p, d, stream,
+                            "gated_deltanet", parted ? warp_step_threads / 32 : 1, wait);
 }
 
 /// Whether the flushes of `Policy` run on a warp step for layers of shape `s`: on its path's
@@ -154,16 +164,19 @@ inline constexpr warp::copy_engine gdn_flush_engine = warp::gdn_row_flushes<Poli
 template <class Policy, warp::copy_engine Engine, int Threads, class Act>
 status gdn_warp_decode_step(const gdn_params<Act>& p, const device_limits& d, size_t smem, cudaStream_t stream) {
   // The first launch follows the planner's.
+  using warp::warp_role;
   launch_wait flush_wait = launch_wait::overlapping;
   if constexpr (!Policy::is_writeback) {
-    if (status s = launch_gdn_warp_step<Policy, Engine, false>(p, d, stream, launch_wait::overlapping); !s) return s;
+    if (status s = launch_gdn_warp_step<Policy, Engine, warp_role::read>(p, d, stream, launch_wait::overlapping); !s)
+      return s;
     flush_wait = launch_wait::all_before;
   }
   if constexpr (warp::gdn_warp_flushes<Policy>)
     if (gdn_warp_flush_fits<Policy>(p.shape()))
-      return launch_gdn_warp_step<Policy, gdn_flush_engine<Policy, Engine>, true>(p, d, stream, flush_wait);
-  return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, step_kind::decode, true>, p, smem, Threads, stream,
-                            "gated_deltanet");
+      return launch_gdn_warp_step<Policy, gdn_flush_engine<Policy, Engine>, warp_role::flush>(p, d, stream,
+                                                                                              flush_wait);
+  return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, step_kind::decode, warp_launch::flush>, p, smem,
+                            Threads, stream, "gated_deltanet");
 }
 
 /// Whether the warp steps of `p` can stream with the bulk copy engine on this device: the read
@@ -198,11 +211,13 @@ bool gdn_warp_decodes(gdn_layer_shape s) {
 /// for all its drafts.
 template <class Policy, warp::copy_engine Engine, class Act>
 status gdn_warp_verify_step(const gdn_params<Act>& p, const device_limits& d, cudaStream_t stream) {
-  if (status s = launch_gdn_warp_step<Policy, gdn_flush_engine<Policy, Engine>, true, step_kind::verify>(
+  using warp::warp_role;
+  constexpr step_kind verify = step_kind::verify;
+  if (status s = launch_gdn_warp_step<Policy, gdn_flush_engine<Policy, Engine>, warp_role::flush, verify>(
           p, d, stream, launch_wait::overlapping);
       !s)
     return s;
-  return launch_gdn_warp_step<Policy, Engine, false, step_kind::verify, gdn_warp_verify_tokens>(p, d, stream);
+  return launch_gdn_warp_step<Policy, Engine, warp_role::read, verify, gdn_warp_verify_tokens>(p, d, stream);
 }
 
 /// Whether the verify steps of `p` run on the warp steps: up to `gdn_warp_verify_tokens`

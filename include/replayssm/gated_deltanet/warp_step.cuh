@@ -24,19 +24,19 @@
 ///   step's own row code (`gdn_warp_row_flush`: write-back, `raw_inputs`). A verify step's
 ///   flush folds the committed entries only and leaves its drafts to the read that follows.
 ///
-/// In an engine's kernel, per warp, with `gdn_warp_layout<Policy, Flush>::make(shape).bytes`
+/// In an engine's kernel, per warp, with `gdn_warp_layout<Policy, Role>::make(shape).bytes`
 /// of shared memory (128-byte aligned) and the views of `gdn_head_views`:
 ///
-///     auto stream = warp::start_gdn_stream<Flush, Engine>(v.state, shape, smem, lane);
+///     auto stream = warp::start_gdn_stream<Role, Engine>(v.state, shape, smem, lane);
 ///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);  // after the stream starts
 ///     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);  // or a flush
 ///     if (lane == 0) *v.state.cursor = next_cursor(plan, step_kind::decode);
 ///
 /// A verify step of up to `Tokens` drafts is two launches, as in gated_deltanet/cuda.cuh: the
-/// flush (`start_gdn_stream<true, Engine, step_kind::verify>`, `gdn_warp_flush<step_kind::
-/// verify>` or `gdn_warp_row_flush`, cursor unchanged) of the requests whose `plan_step<
+/// flush (`start_gdn_stream<warp_role::flush, Engine>`, `gdn_warp_flush<step_kind::verify>`
+/// or `gdn_warp_row_flush`, cursor unchanged) of the requests whose `plan_step<
 /// step_kind::verify>` writes the checkpoint, then `gdn_warp_read<Tokens>` of every request
-/// (`gdn_warp_layout<Policy, false, Tokens>`), which moves the cursor with
+/// (`gdn_warp_layout<Policy, warp_role::read, Tokens>`), which moves the cursor with
 /// `next_cursor(plan, step_kind::verify)`.
 ///
 /// Flushes of windows over 16 run the head step instead.
@@ -55,6 +55,7 @@
 #include "replayssm/replay/step_plan.hpp"
 #include "replayssm/warp/async_copy.cuh"
 #include "replayssm/warp/state_stream.cuh"
+#include "replayssm/warp/warp_role.hpp"
 
 namespace replayssm {
 namespace warp {
@@ -165,20 +166,28 @@ inline constexpr bool gdn_row_flushes = gdn_warp_flush_path<Policy> == gdn_flush
 template <class Policy>
 inline constexpr bool gdn_warp_flushes = gdn_warp_flush_path<Policy> != gdn_flush_path::head_step;
 
-/// One warp's shared memory for a read (`Flush` false; of up to `Tokens` tokens) or flush
-/// step (bytes, 16-byte aligned regions): the stream's ring, the normalized keys (a read
-/// step's tokens; a flush's window entries and token) and queries, then per-entry floats:
-/// log decays, a flush's fold coefficients, a read step's tokens' write strengths and
+/// The flush path whose shared memory a warp step of `Role` lays out (`gdn_warp_layout`): a
+/// read step lays its own out as the column stages do.
+template <class Policy, warp_role Role>
+inline constexpr gdn_flush_path gdn_layout_path =
+    Role == warp_role::flush ? gdn_warp_flush_path<Policy> : gdn_flush_path::column_stages;
+
+/// One warp's shared memory for a read (of up to `Tokens` tokens) or flush step (`Role`;
+/// bytes, 16-byte aligned regions): the stream's ring, the normalized keys (a read step's
+/// tokens; a flush's window entries and token) and queries, then per-entry floats: log
+/// decays, a flush's fold coefficients, a read step's tokens' write strengths and
 /// coefficients (`coef_pitch` per token). (A read step's window u rows, 8 KB at W = 16, stay
 /// in memory: staged here they allowed 10 warps per SM instead of 16.)
-template <class Policy, bool Flush = false, int Tokens = 1, bool Rows = Flush && gdn_row_flushes<Policy>>
+template <class Policy, warp_role Role = warp_role::read, int Tokens = 1,
+          gdn_flush_path Path = gdn_layout_path<Policy, Role>>
 struct gdn_warp_layout {
-  static_assert(Tokens >= 1 && Tokens <= max_draft_tokens && (!Flush || Tokens == 1),
+  static constexpr bool flushes = Role == warp_role::flush;
+  static_assert(Tokens >= 1 && Tokens <= max_draft_tokens && (!flushes || Tokens == 1),
                 "gdn_warp_layout: a read step takes 1 to max_draft_tokens tokens, a flush one");
   static constexpr int window = Policy::window;
   /// Coefficients per token: the entries a token sees (its window and itself).
   static constexpr int coef_pitch = window + 1;
-  using config = std::conditional_t<Flush, gdn_flush_config<Policy>, gdn_warp_config<Policy>>;
+  using config = std::conditional_t<flushes, gdn_flush_config<Policy>, gdn_warp_config<Policy>>;
   static constexpr uint32_t stream_bytes = sizeof(typename config::template stream<copy_engine::bulk>::TempStorage);
   uint32_t key, query, log_decay, fold_coef, beta, key_coef, query_coef, bytes;
 
@@ -191,13 +200,13 @@ struct gdn_warp_layout {
       at += align16(n);
       return start;
     };
-    l.key = take((Flush ? window : Tokens) * uint32_t(s.key_dim) * 4);
+    l.key = take((flushes ? window : Tokens) * uint32_t(s.key_dim) * 4);
     l.query = take(Tokens * uint32_t(s.key_dim) * 4);
     l.log_decay = take((window + 1) * 4);
-    l.fold_coef = take(Flush ? (window + 1) * 4 : 0);
-    l.beta = take(Flush ? 0 : Tokens * 4);
-    l.key_coef = take(Flush ? 0 : Tokens * coef_pitch * 4);
-    l.query_coef = take(Flush ? 0 : Tokens * coef_pitch * 4);
+    l.fold_coef = take(flushes ? (window + 1) * 4 : 0);
+    l.beta = take(flushes ? 0 : Tokens * 4);
+    l.key_coef = take(flushes ? 0 : Tokens * coef_pitch * 4);
+    l.query_coef = take(flushes ? 0 : Tokens * coef_pitch * 4);
     l.bytes = (at + 127u) / 128u * 128u;
     return l;
   }
@@ -206,7 +215,7 @@ struct gdn_warp_layout {
 /// A flush's shared memory on whole rows: the ring, then the head step's scratch for one
 /// token (`gdn_scratch_layout`), 16-byte aligned.
 template <class Policy>
-struct gdn_warp_layout<Policy, true, 1, true> {
+struct gdn_warp_layout<Policy, warp_role::flush, 1, gdn_flush_path::whole_rows> {
   using config = gdn_row_flush_config<Policy>;
   static constexpr uint32_t stream_bytes =
       (sizeof(typename config::template stream<copy_engine::lanes>::TempStorage) + 15u) / 16u * 16u;
@@ -219,21 +228,22 @@ struct gdn_warp_layout<Policy, true, 1, true> {
 };
 
 /// The stream a read step of a head consumes (its read copy, or the checkpoint in shared
-/// mode), or a flush (`Flush`: the checkpoint once, in columns or in whole rows: `rows` of
+/// mode), or a flush's (`Role`: the checkpoint once, in columns or in whole rows: `rows` of
 /// them, all by default), started at once: call it before any other load of the step.
-template <bool Flush, copy_engine Engine, class Policy, class Act>
+template <warp_role Role, copy_engine Engine, class Policy, class Act>
 __device__ auto start_gdn_stream(const gdn_head_state<Policy, Act>& st, gdn_layer_shape s, uint8_t* smem, int lane,
                                  row_range rows = gdn_row_flush_config<Policy>::all_rows) {
-  static_assert(!Flush || gdn_warp_flushes<Policy>, "start_gdn_stream: this policy's flushes run the head step");
-  using stream_t = typename gdn_warp_layout<Policy, Flush>::config::template stream<Engine>;
+  constexpr bool flushes = Role == warp_role::flush;
+  static_assert(!flushes || gdn_warp_flushes<Policy>, "start_gdn_stream: this policy's flushes run the head step");
+  using stream_t = typename gdn_warp_layout<Policy, Role>::config::template stream<Engine>;
   auto& storage = *reinterpret_cast<typename stream_t::TempStorage*>(smem);
   const int32_t elements = s.value_dim * s.key_dim;
-  if constexpr (Flush && gdn_row_flushes<Policy>) {
+  if constexpr (flushes && gdn_row_flushes<Policy>) {
     // Piece u of a stage: unit u of its rows; a unit of every row is V chunks.
     const int32_t unit_elements = s.value_dim * stream_t::chunk_elems;
     return stream_t(storage, st.checkpoint, rows.first * stream_t::chunk_elems, rows.count * stream_t::chunk_elems,
                     lane, unit_elements);
-  } else if constexpr (Flush)
+  } else if constexpr (flushes)
     return stream_t(storage, st.checkpoint, 0, elements, lane);
   else if constexpr (Policy::shared_state)
     return stream_t(storage, st.checkpoint, 0, elements, lane);
@@ -490,8 +500,8 @@ __device__ void open_flushed_token(const gdn_head_inputs<Act>& in, const gdn_hea
 
 }  // namespace detail
 
-/// A read step of one value head by one warp, from `stream` (`start_gdn_stream<false>`;
-/// `smem` the warp's `gdn_warp_layout<Policy, false, Tokens>` bytes): the outputs and u of the
+/// A read step of one value head by one warp, from `stream` (`start_gdn_stream<warp_role::
+/// read>`; `smem` the warp's `gdn_warp_layout<Policy, warp_role::read, Tokens>` bytes): the outputs and u of the
 /// step's tokens from the read copy and the window, the tokens appended (k by the key head's
 /// appending value head). A decode step has one token; a verify step up to `Tokens` drafts,
 /// each seeing the drafts before it: the one pass over the state queries it with every
@@ -507,7 +517,7 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
   const int32_t L = plan.length;
   using config = gdn_warp_config<Policy>;
   using format = typename config::format;
-  using layout_t = gdn_warp_layout<Policy, false, Tokens>;
+  using layout_t = gdn_warp_layout<Policy, warp_role::read, Tokens>;
   constexpr int R = config::rows_per_lane, UPS = config::units_per_stage, Kc = format::chunk_elems;
   constexpr int W = Policy::window, V = config::value_dim, E = layout_t::coef_pitch;
   const int32_t K = s.key_dim;
@@ -632,8 +642,8 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
 }
 
 /// A flush of one value head by one warp in column stages (`gdn_warp_flush_path`), from
-/// `stream` (`start_gdn_stream<true, Engine>`; `smem` the warp's `gdn_warp_layout<Policy,
-/// true>` bytes), in one pass over the checkpoint: each stage folds the window's committed
+/// `stream` (`start_gdn_stream<warp_role::flush, Engine>`; `smem` the warp's
+/// `gdn_warp_layout<Policy, warp_role::flush>` bytes), in one pass over the checkpoint: each stage folds the window's committed
 /// entries (the head step's arithmetic per element: `decayed_checkpoint`, then `fold_entry`
 /// per entry, so that the checkpoint has the CPU's bits) and is stored (a separate read copy
 /// from it, rounded to nearest as the head step writes it). A decode step's token
@@ -655,7 +665,7 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
   // entries may fill the window.
   constexpr int W = Policy::window, V = config::value_dim, entries = opens_token ? W - 1 : W;
   const int32_t K = s.key_dim, L = plan.length;  // the window's entries; a decode step's token is entry L
-  const auto l = gdn_warp_layout<Policy, true>::make(s);
+  const auto l = gdn_warp_layout<Policy, warp_role::flush>::make(s);
   float* keys = reinterpret_cast<float*>(smem + l.key);
   float* query = reinterpret_cast<float*>(smem + l.query);
   float* log_decay = reinterpret_cast<float*>(smem + l.log_decay);
@@ -759,8 +769,8 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
 
 /// A flush of one value head by one warp on whole rows (`gdn_warp_flush_path`: the token
 /// fills the window; a write-back step is the flush of a window of one), from `stream`
-/// (`start_gdn_stream<true>`: the checkpoint in whole rows; `smem` the warp's
-/// `gdn_warp_layout<Policy, true>` bytes). The window's entries and the token are staged in
+/// (`start_gdn_stream<warp_role::flush>`: the checkpoint in whole rows; `smem` the warp's
+/// `gdn_warp_layout<Policy, warp_role::flush>` bytes). The window's entries and the token are staged in
 /// the head step's scratch layout (the window's keys and u by asynchronous copies, the
 /// token's q and k normalized with the bits of `l2_normalize`), then each row of each stage
 /// runs `detail::flush_row` and, for a replay decode step's token (`Kind = step_kind::decode`,
@@ -784,7 +794,7 @@ __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& i
   const auto l = gdn_scratch_layout::make(shape, Policy::window, 1);
   // 16-byte aligned, as are the layout's regions: a lane's 16 columns of a key load as vectors.
   auto* scratch =
-      static_cast<float*>(__builtin_assume_aligned(smem + gdn_warp_layout<Policy, true>::make(shape).scratch, 16));
+      static_cast<float*>(__builtin_assume_aligned(smem + gdn_warp_layout<Policy, warp_role::flush>::make(shape).scratch, 16));
 
   // The window's keys and u on their way while the token's inputs are read.
   for (int32_t j = 0; j < L; ++j) {

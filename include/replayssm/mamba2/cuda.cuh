@@ -132,6 +132,13 @@ __device__ inline void publish_stores(int32_t parts) {
     __syncwarp();
 }
 
+/// The register cap of a warp launch of `Launch` (`warp_step_min_blocks` says why): 168
+/// where its warps flush a replay step's window or read up to 8 drafts, else 128.
+template <class Policy, warp_launch Launch, int Tokens>
+inline constexpr register_cap mamba2_warp_registers =
+    (Launch != warp_launch::read && !Policy::is_writeback) || Tokens > 4 ? register_cap::registers_168
+                                                                         : register_cap::registers_128;
+
 /// The warp kernel of a step of `Kind` that steps the requests `Launch` names (a verify
 /// step takes up to `Tokens` drafts): each warp runs rows of one head of one request
 /// (`detail::warp_place`); the warps of one head meet at one barrier before the cursor
@@ -143,8 +150,7 @@ __device__ inline void publish_stores(int32_t parts) {
 /// would add its latency to every write-back step).
 template <class Policy, class Act, warp::copy_engine Engine, warp_launch Launch, step_kind Kind = step_kind::decode,
           int Tokens = 1>
-__global__ void __launch_bounds__(
-    warp_step_threads, warp_step_min_blocks<(Launch != warp_launch::read && !Policy::is_writeback) || (Tokens > 4)>)
+__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<mamba2_warp_registers<Policy, Launch, Tokens>>)
     mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   extern __shared__ float4 warp_storage[];
   const detail::warp_place at(parts);
@@ -186,7 +192,7 @@ __global__ void __launch_bounds__(
 /// draft's state stored to its snapshot slot (`mamba2_warp_step::fold_drafts`), so that the baseline
 /// moves its bytes at the rate the replay steps do.
 template <class StateFormat, class Act, warp::copy_engine Engine, int Tokens>
-__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<true>)
+__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<register_cap::registers_168>)
     mamba2_warp_snapshot_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   using Policy = writeback_policy<StateFormat>;
   using step_t = warp::mamba2_warp_step<Policy, Act, warp::warp_role::flush, Tokens, Engine>;

@@ -41,20 +41,10 @@
 #include "replayssm/replay/step_plan.hpp"
 #include "replayssm/warp/async_copy.cuh"
 #include "replayssm/warp/state_stream.cuh"
+#include "replayssm/warp/warp_role.hpp"
 
 namespace replayssm {
 namespace warp {
-
-/// What a warp's step does with its rows of a head; the step's plan decides it (`role_of`).
-enum class warp_role : uint8_t {
-  read,   ///< the window does not fill: y from the read copy and the window, no state written
-  flush,  ///< the window fills (every write-back step): the checkpoint formed, y from it
-};
-
-/// The role `plan` gives the warps of a head's step.
-__host__ __device__ inline warp_role role_of(const step_plan& plan) {
-  return plan.writes_checkpoint ? warp_role::flush : warp_role::read;
-}
 
 /// What a warp step does with each output it forms, by default: stores y of token t, row p
 /// (the gate applied) to the step's output rows in the activation type. An engine's kernel

@@ -153,10 +153,11 @@ __device__ void for_each_planned(const Params& p, request_plan wanted, int32_t l
 /// decode step's read launch runs beside its flush launch.
 enum class launch_wait { all_before, overlapping };
 
-/// Which requests the warps of a step's launch step, and how: those planned to read, those
-/// planned to flush, or (`planned`) each request as planned, reading or flushing: a small
-/// batch's one launch after the planner, whose warps all fit on the device at once, so that
-/// a step with few heads waits for one launch rather than two.
+/// Which requests a step's launch steps: those planned to read, those planned to flush, or
+/// (`planned`) each request as planned, reading or flushing. A warp launch of `planned` is a
+/// small batch's one launch after the planner, whose warps all fit on the device at once, so
+/// that a step with few heads waits for one launch rather than two; a block launch (a block
+/// per request and head) is `planned`, or `flush` beside a warp launch that reads.
 enum class warp_launch { read, flush, planned };
 
 inline status cuda_error(const char* what, cudaError_t e) {

@@ -6,7 +6,10 @@
 /// each choice are in docs/benchmarks.md ("Launch geometry").
 #pragma once
 
+#include <cstdint>
+
 #include "replayssm/replay/cursor.hpp"
+#include "replayssm/warp/warp_role.hpp"
 
 namespace replayssm {
 namespace cuda {
@@ -30,39 +33,60 @@ inline constexpr int mamba2_blocks_per_sm = Policy::is_writeback || Kind == step
 /// when their shared memory does not fit. Every warp is independent, so the block size only
 /// sets how finely the block scheduler balances the heads.
 inline constexpr int warp_step_threads = 128;
-/// Blocks per SM the warp steps' registers are capped for: within 128 registers, except
-/// (`Wide`) a flush of a window within 168, since it holds the window's keys (64 floats)
-/// beside its 32 state values, and its shared memory allows no more warps than that anyway,
-/// and a verify step's read of up to 8 drafts, which holds every draft's C and row sums.
-/// (A write-back step capped at 168 lost 10% at batch 512: it needs its 16 warps per SM. A
-/// verify read of up to 4 drafts fits 128 with its C spilled around the key dots, outside
-/// the stream's loop, and then 16 warps per SM.)
-template <bool Wide>
-inline constexpr int warp_step_min_blocks = Wide ? 3 : 4;
 
-/// Blocks per SM the Gated DeltaNet warp steps' registers are capped for. A read step: 128
-/// registers, so that registers allow the 16 warps per SM its shared memory (13.5 KB per
-/// warp) allows (at 150 registers, 13; the cap spills 32-44 bytes); a verify read of up to 4
-/// drafts (`Tokens`), whose shared memory (16.5 KB) allows 13 warps: 168. A flush (`Flush`),
-/// whose shared memory (the window's keys, 21 KB per warp) allows 10 warps: up to 255.
-template <bool Flush, int Tokens = 1>
-inline constexpr int gdn_warp_min_blocks = Flush ? 2 : (Tokens > 1 ? 3 : 4);
+/// The registers per thread a warp kernel's launch bounds allow, as blocks of
+/// `warp_step_threads` per SM (`warp_step_min_blocks`).
+enum class register_cap : uint8_t {
+  registers_128,  ///< 4 blocks: 16 warps per SM
+  registers_168,  ///< 3 blocks
+  registers_255,  ///< 2 blocks
+};
+
+/// The `minBlocksPerMultiprocessor` of a warp kernel capped at `Cap`. Mamba-2's warp steps
+/// are capped at 128 registers, except at 168 a flush of a window, since it holds the
+/// window's keys (64 floats) beside its 32 state values, and its shared memory allows no more
+/// warps than that anyway, and a verify step's read of up to 8 drafts, which holds every
+/// draft's C and row sums. (A write-back step capped at 168 lost 10% at batch 512: it needs
+/// its 16 warps per SM. A verify read of up to 4 drafts fits 128 with its C spilled around
+/// the key dots, outside the stream's loop, and then 16 warps per SM.)
+template <register_cap Cap>
+inline constexpr int warp_step_min_blocks = Cap == register_cap::registers_128   ? 4
+                                            : Cap == register_cap::registers_168 ? 3
+                                                                                 : 2;
+
+/// The register cap of a Gated DeltaNet warp step of `Policy` in `Role`. A read step and the
+/// write-back step: 128 registers, so that registers allow the 16 warps per SM a read step's
+/// shared memory (13.5 KB per warp) allows (at 150 registers, 13; the cap spills 32-44
+/// bytes); a verify read of up to 4 drafts (`Tokens`), whose shared memory (16.5 KB) allows
+/// 13 warps: 168. A replay flush, whose shared memory (the window's keys, 21 KB per warp)
+/// allows 10 warps: up to 255.
+template <class Policy, warp::warp_role Role, int Tokens = 1>
+inline constexpr register_cap gdn_warp_registers =
+    Role == warp::warp_role::flush && !Policy::is_writeback ? register_cap::registers_255
+    : Tokens > 1                                            ? register_cap::registers_168
+                                                            : register_cap::registers_128;
 
 /// Drafts a Gated DeltaNet verify step reads on the warp read step (more take the head step).
 inline constexpr int gdn_warp_verify_tokens = 4;
 
-/// Lanes of a Gated DeltaNet state row: the write-back and snapshot steps stream the state
-/// and are best with a whole row per thread; replay steps, bound by the latency of their
-/// staging, with four lanes per row and more blocks. (A flush of a shared FP32 state takes
-/// about as long either way, a `raw_inputs` flush less with whole rows; with a BF16 read
-/// copy beside the checkpoint, whole rows doubled the mean step.)
-template <bool Streaming>
-inline constexpr int gdn_row_lanes = Streaming ? 1 : 4;
+/// How a Gated DeltaNet block step spreads a state row over its threads: the write-back and
+/// snapshot steps stream the state and are best with a whole row per thread; replay steps,
+/// bound by the latency of their staging, with four lanes per row and more blocks. (A flush
+/// of a shared FP32 state takes about as long either way, a `raw_inputs` flush less with
+/// whole rows; with a BF16 read copy beside the checkpoint, whole rows doubled the mean step.)
+enum class gdn_row_split : uint8_t {
+  whole_rows,  ///< a whole row per thread: the streaming steps
+  four_lanes,  ///< four lanes per row: the other replay steps
+};
 
-/// Blocks per SM of a Gated DeltaNet step: 3 for the streaming (whole-row) steps, 8 for
+/// Lanes of a Gated DeltaNet state row in a block step split as `Split`.
+template <gdn_row_split Split>
+inline constexpr int gdn_row_lanes = Split == gdn_row_split::whole_rows ? 1 : 4;
+
+/// Blocks per SM of a Gated DeltaNet block step: 3 for the streaming (whole-row) steps, 8 for
 /// replay decode steps, 6 for verify steps with their per-draft arrays.
-template <bool Streaming, step_kind Kind>
-inline constexpr int gdn_blocks_per_sm = Streaming ? 3 : (Kind == step_kind::decode ? 8 : 6);
+template <gdn_row_split Split, step_kind Kind>
+inline constexpr int gdn_blocks_per_sm = Split == gdn_row_split::whole_rows ? 3 : (Kind == step_kind::decode ? 8 : 6);
 
 }  // namespace cuda
 }  // namespace replayssm
