@@ -41,16 +41,17 @@ namespace detail {
 /// also write a read copy, and the other replay steps, four lanes per row (whole rows took
 /// twice as long there on the H200).
 template <class Policy, warp_launch Launch>
-inline constexpr gdn_row_split gdn_block_rows =
-    Policy::is_writeback || (Launch == warp_launch::flush && Policy::shared_state) ? gdn_row_split::whole_rows
-                                                                                   : gdn_row_split::four_lanes;
+constexpr gdn_row_split gdn_block_rows() {
+  const bool streams = Policy::is_writeback || (Launch == warp_launch::flush && Policy::shared_state);
+  return streams ? gdn_row_split::whole_rows : gdn_row_split::four_lanes;
+}
 
 /// One block runs one value head of one request: a decode or verify step of the planned
 /// requests, or (`warp_launch::flush`) of those planned to flush (a warp launch reads the
 /// others).
 template <class Policy, class Act, int Threads, step_kind Kind, warp_launch Launch = warp_launch::planned>
 __global__ void __launch_bounds__(Threads,
-                                  decode_min_blocks<Threads, gdn_blocks_per_sm<gdn_block_rows<Policy, Launch>, Kind>>)
+                                  decode_min_blocks<Threads, gdn_blocks_per_sm<gdn_block_rows<Policy, Launch>(), Kind>>)
     gdn_decode_kernel(const gdn_params<Act> p) {
   static_assert(Threads % 32 == 0 && Threads <= 1024, "gdn_decode_kernel: Threads must be whole warps");
   static_assert(Launch != warp_launch::read, "gdn_decode_kernel: steps every planned request, or the flushing ones");
@@ -58,7 +59,7 @@ __global__ void __launch_bounds__(Threads,
       p,
       [&](int32_t b, int32_t h, int32_t slot, float* scratch) {
         const gdn_head_views<Policy, Act> v(p, b, h, slot);
-        return gdn_head_step<Kind>(gdn_executor<gdn_block_rows<Policy, Launch>>{}, v.in, v.state, p.shape(), scratch);
+        return gdn_head_step<Kind>(gdn_executor<gdn_block_rows<Policy, Launch>()>{}, v.in, v.state, p.shape(), scratch);
       },
       Launch == warp_launch::flush);
 }
@@ -173,8 +174,7 @@ status gdn_warp_decode_step(const gdn_params<Act>& p, const device_limits& d, si
   }
   if constexpr (warp::gdn_warp_flushes<Policy>)
     if (gdn_warp_flush_fits<Policy>(p.shape()))
-      return launch_gdn_warp_step<Policy, gdn_flush_engine<Policy, Engine>, warp_role::flush>(p, d, stream,
-                                                                                              flush_wait);
+      return launch_gdn_warp_step<Policy, gdn_flush_engine<Policy, Engine>, warp_role::flush>(p, d, stream, flush_wait);
   return launch_head_blocks(gdn_decode_kernel<Policy, Act, Threads, step_kind::decode, warp_launch::flush>, p, smem,
                             Threads, stream, "gated_deltanet");
 }

@@ -299,26 +299,26 @@ __device__ inline step_plan unfolded(step_plan plan) {
 }
 
 /// A flush stage's share of one lane in registers: its rows' chunks of each unit.
-template <int Units, int Rows, int Kc>
+template <int Units, int Rows, int ChunkElems>
 struct gdn_stage_tile {
-  float v[Units][Rows][Kc];
+  float v[Units][Rows][ChunkElems];
 };
 
 /// Writes a flush stage's new state values (`t`, columns from `column0`) to the read copy, in
 /// its chunks of the lane's rows, rounded to nearest.
-template <class Policy, int Units, int Rows, int Kc>
+template <class Policy, int Units, int Rows, int ChunkElems>
 __device__ void store_read_chunks(const state_head_view<typename Policy::read_format>& read_copy,
-                                  const gdn_stage_tile<Units, Rows, Kc>& t, int32_t column0, int lane,
+                                  const gdn_stage_tile<Units, Rows, ChunkElems>& t, int32_t column0, int lane,
                                   const random_stream_key& key) {
-  constexpr int Kr = Policy::read_format::chunk_elems, V = Rows * 32;
+  constexpr int read_chunk = Policy::read_format::chunk_elems, V = Rows * 32;
 #pragma unroll
-  for (int c = 0; c < Units * Kc; c += Kr)
+  for (int c = 0; c < Units * ChunkElems; c += read_chunk)
 #pragma unroll
     for (int i = 0; i < Rows; ++i) {
-      float chunk[Kr];
+      float chunk[read_chunk];
 #pragma unroll
-      for (int e = 0; e < Kr; ++e) chunk[e] = t.v[(c + e) / Kc][i][(c + e) % Kc];
-      read_copy.template store<round_nearest_even>((column0 + c) / Kr * V + lane + 32 * i, chunk, key);
+      for (int e = 0; e < read_chunk; ++e) chunk[e] = t.v[(c + e) / ChunkElems][i][(c + e) % ChunkElems];
+      read_copy.template store<round_nearest_even>((column0 + c) / read_chunk * V + lane + 32 * i, chunk, key);
     }
 }
 
@@ -480,16 +480,16 @@ __device__ void append_token_scalars(const gdn_head_state<Policy, Act>& st, int3
 /// with the head step's bits (`open_tokens_row`: the state's decay to the token times the
 /// row's dot product), its output (the token's own term k_t . q_t summed in the warp's order),
 /// and the token appended as the window's entry L.
-template <int R, class Policy, class Act>
+template <int Rows, class Policy, class Act>
 __device__ void open_flushed_token(const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
                                    const step_plan& plan, int32_t K, const float* key, const float* query,
-                                   const float* log_decay, float beta, const float (&v)[R],
-                                   const row_chains<R>& by_key, const row_chains<R>& by_query, int lane) {
+                                   const float* log_decay, float beta, const float (&v)[Rows],
+                                   const row_chains<Rows>& by_key, const row_chains<Rows>& by_query, int lane) {
   const int32_t L = plan.length, ring = plan.ring_slot(L), blocks = K / gdn_column_block;
   const float state_decay = math::exp(suffix_log_decay(log_decay, L - 1, L + 1));
   const float key_query = warp_dot(key, query, K, lane);
 #pragma unroll
-  for (int i = 0; i < R; ++i) {
+  for (int i = 0; i < Rows; ++i) {
     const int32_t p = lane + 32 * i;
     const float u = gated_deltanet::corrected_value(beta, v[i], math::mul(state_decay, by_key.total(i, blocks)));
     in.o.at(0)[p] = from_float<Act>(math::fma(key_query, u, math::mul(state_decay, by_query.total(i, blocks))));
@@ -518,8 +518,9 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
   using config = gdn_warp_config<Policy>;
   using format = typename config::format;
   using layout_t = gdn_warp_layout<Policy, warp_role::read, Tokens>;
-  constexpr int R = config::rows_per_lane, UPS = config::units_per_stage, Kc = format::chunk_elems;
-  constexpr int W = Policy::window, V = config::value_dim, E = layout_t::coef_pitch;
+  constexpr int lane_rows = config::rows_per_lane, stage_units = config::units_per_stage,
+                chunk_elems = format::chunk_elems;
+  constexpr int W = Policy::window, V = config::value_dim, coef_pitch = layout_t::coef_pitch;
   const int32_t K = s.key_dim;
   const int32_t T = Tokens == 1 ? 1 : (plan.tokens < Tokens ? plan.tokens : Tokens);  // the planner skips more
   const auto l = layout_t::make(s);
@@ -548,21 +549,22 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
   float* key_coef = floats(l.key_coef);
   float* query_coef = floats(l.query_coef);
   for (int32_t t = 0; t < T; ++t)
-    window_keys.coefficients(plan, K, t, key, query, log_decay, key_coef + t * E, query_coef + t * E, lane);
+    window_keys.coefficients(plan, K, t, key, query, log_decay, key_coef + t * coef_pitch, query_coef + t * coef_pitch,
+                             lane);
 
   // The pass over the state: each lane's rows with every token's k_t (in the chains of the
   // head step's order: u_t enters the window and a later flush folds it into the
   // checkpoint) and q_t (the output: one sum, its own order).
-  detail::row_chains<R> by_key[Tokens];
-  float by_query[Tokens][R] = {};
+  detail::row_chains<lane_rows> by_key[Tokens];
+  float by_query[Tokens][lane_rows] = {};
   stream.for_each_stage([&](int stage, const uint8_t* data, const uint8_t* scales, int32_t) {
     const int32_t column0 = stage * config::stage_columns;
 #pragma unroll
-    for (int unit = 0; unit < UPS; ++unit) {
-      const int32_t column = column0 + unit * Kc;
-      float x[R][Kc];
+    for (int unit = 0; unit < stage_units; ++unit) {
+      const int32_t column = column0 + unit * chunk_elems;
+      float x[lane_rows][chunk_elems];
 #pragma unroll
-      for (int i = 0; i < R; ++i) {
+      for (int i = 0; i < lane_rows; ++i) {
         const int chunk = unit * V + lane + 32 * i;
         decode_operands<format>(data + chunk * format::data_bytes_per_chunk,
                                 scales + chunk * format::scale_bytes_per_chunk, x[i]);
@@ -570,19 +572,19 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
 #pragma unroll
       for (int t = 0; t < Tokens; ++t) {
         if (t >= T) break;  // the same for every lane
-        float k[Kc], q[Kc];
+        float k[chunk_elems], q[chunk_elems];
         load_scratch(key + t * K + column, k);
         load_scratch(query + t * K + column, q);
 #pragma unroll
-        for (int i = 0; i < R; ++i)
+        for (int i = 0; i < lane_rows; ++i)
 #pragma unroll
-          for (int e = 0; e < Kc; ++e) {
+          for (int e = 0; e < chunk_elems; ++e) {
             by_key[t].acc[i][0] = math::fma(x[i][e], k[e], by_key[t].acc[i][0]);
             by_query[t][i] = math::fma(x[i][e], q[e], by_query[t][i]);
           }
       }
       // A unit that closes a column block turns the chains.
-      if ((column + Kc) % gdn_column_block == 0)
+      if ((column + chunk_elems) % gdn_column_block == 0)
 #pragma unroll
         for (int t = 0; t < Tokens; ++t) by_key[t].turn();
     }
@@ -590,34 +592,34 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
 
   // The window's terms, after the stream, in the head step's order (`gdn_rows`).
   const int blocks = K / gdn_column_block;
-  float by_key_total[Tokens][R];
+  float by_key_total[Tokens][lane_rows];
 #pragma unroll
   for (int t = 0; t < Tokens; ++t)
 #pragma unroll
-    for (int i = 0; i < R; ++i) by_key_total[t][i] = by_key[t].total(i, blocks);
+    for (int i = 0; i < lane_rows; ++i) by_key_total[t][i] = by_key[t].total(i, blocks);
   // Every row's u values and the tokens' v load before any is used: one L2 round trip.
-  float window_u[R][W], v[Tokens][R];
+  float window_u[lane_rows][W], v[Tokens][lane_rows];
 #pragma unroll
   for (int e = 0; e < W; ++e)
 #pragma unroll
-    for (int i = 0; i < R; ++i)
+    for (int i = 0; i < lane_rows; ++i)
       window_u[i][e] = e < L ? st.window_u[plan.ring_slot(e) * st.window_u_stride + lane + 32 * i] : 0.0f;
 #pragma unroll
   for (int t = 0; t < Tokens; ++t)
 #pragma unroll
-    for (int i = 0; i < R; ++i) v[t][i] = t < T ? to_float(in.v.at(t)[lane + 32 * i]) : 0.0f;
+    for (int i = 0; i < lane_rows; ++i) v[t][i] = t < T ? to_float(in.v.at(t)[lane + 32 * i]) : 0.0f;
   float state_decay[Tokens];
 #pragma unroll
   for (int t = 0; t < Tokens; ++t) state_decay[t] = math::exp(suffix_log_decay(log_decay, -1, L + t + 1));
 #pragma unroll
-  for (int i = 0; i < R; ++i) {
+  for (int i = 0; i < lane_rows; ++i) {
     const int32_t p = lane + 32 * i;
     float u[Tokens];
 #pragma unroll
     for (int t = 0; t < Tokens; ++t) {
       if (t >= T) break;
-      const float* kc = key_coef + t * E;
-      const float* qc = query_coef + t * E;
+      const float* kc = key_coef + t * coef_pitch;
+      const float* qc = query_coef + t * coef_pitch;
       float key_term = math::mul(state_decay[t], by_key_total[t][i]);
       float query_term = math::mul(state_decay[t], by_query[t][i]);
 #pragma unroll
@@ -643,15 +645,16 @@ __device__ void gdn_warp_read(Stream& stream, const gdn_head_inputs<Act>& in, co
 
 /// A flush of one value head by one warp in column stages (`gdn_warp_flush_path`), from
 /// `stream` (`start_gdn_stream<warp_role::flush, Engine>`; `smem` the warp's
-/// `gdn_warp_layout<Policy, warp_role::flush>` bytes), in one pass over the checkpoint: each stage folds the window's committed
-/// entries (the head step's arithmetic per element: `decayed_checkpoint`, then `fold_entry`
-/// per entry, so that the checkpoint has the CPU's bits) and is stored (a separate read copy
-/// from it, rounded to nearest as the head step writes it). A decode step's token
-/// (`Kind = step_kind::decode`) is not folded (`gdn_flush_folds_token`): the pass also
-/// queries the new state, unrounded, with its k_t (in the chains of the head step's order, so
-/// that its u, which enters the window, has the CPU's bits) and q_t, and the token opens the
-/// next window, its output written. A verify step's flush writes no output: the verify read
-/// that follows reads the new state. The cursor is the caller's to advance.
+/// `gdn_warp_layout<Policy, warp_role::flush>` bytes), in one pass over the checkpoint: each
+/// stage folds the window's committed entries (the head step's arithmetic per element:
+/// `decayed_checkpoint`, then `fold_entry` per entry, so that the checkpoint has the CPU's
+/// bits) and is stored (a separate read copy from it, rounded to nearest as the head step
+/// writes it). A decode step's token (`Kind = step_kind::decode`) is not folded
+/// (`gdn_flush_folds_token`): the pass also queries the new state, unrounded, with its k_t
+/// (in the chains of the head step's order, so that its u, which enters the window, has the
+/// CPU's bits) and q_t, and the token opens the next window, its output written. A verify
+/// step's flush writes no output: the verify read that follows reads the new state. The
+/// cursor is the caller's to advance.
 template <step_kind Kind = step_kind::decode, class Stream, class Policy, class Act>
 __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, const gdn_head_state<Policy, Act>& st,
                                gdn_layer_shape s, const step_plan& plan, uint8_t* smem, int lane) {
@@ -660,7 +663,8 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
   using config = gdn_flush_config<Policy>;
   using format = typename config::format;
   constexpr bool opens_token = Kind == step_kind::decode;
-  constexpr int R = config::rows_per_lane, UPS = config::units_per_stage, Kc = format::chunk_elems;
+  constexpr int lane_rows = config::rows_per_lane, stage_units = config::units_per_stage,
+                chunk_elems = format::chunk_elems;
   // The window's entries: a decode step's token is the last of W, a verify step's committed
   // entries may fill the window.
   constexpr int W = Policy::window, V = config::value_dim, entries = opens_token ? W - 1 : W;
@@ -675,17 +679,17 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
   for (int32_t j = 0; j < L; ++j)
     lanes_copy(keys + j * K, st.window_k + plan.ring_slot(j) * st.window_k_stride, uint32_t(K) * 4, lane);
   lanes_commit();
-  float u[R][entries];
+  float u[lane_rows][entries];
 #pragma unroll
   for (int j = 0; j < entries; ++j)
 #pragma unroll
-    for (int i = 0; i < R; ++i)
+    for (int i = 0; i < lane_rows; ++i)
       u[i][j] = j < L ? st.window_u[plan.ring_slot(j) * st.window_u_stride + lane + 32 * i] : 0.0f;
-  float v[R] = {}, beta = 0.0f;
+  float v[lane_rows] = {}, beta = 0.0f;
   float* token_key = keys + L * K;
   if constexpr (opens_token) {
 #pragma unroll
-    for (int i = 0; i < R; ++i) v[i] = to_float(in.v.at(0)[lane + 32 * i]);
+    for (int i = 0; i < lane_rows; ++i) v[i] = to_float(in.v.at(0)[lane + 32 * i]);
     beta = gated_deltanet::write_strength(to_float(in.b.at(0)[0]));
     if (lane == 0) log_decay[L] = gated_deltanet::log_decay(to_float(in.a.at(0)[0]), in.A_log, in.dt_bias);
     detail::warp_normalize_tokens(in, 1, K, token_key, query, lane);
@@ -700,65 +704,66 @@ __device__ void gdn_warp_flush(Stream& stream, const gdn_head_inputs<Act>& in, c
 #pragma unroll
   for (int j = 0; j < entries; ++j)
 #pragma unroll
-    for (int i = 0; i < R; ++i)
+    for (int i = 0; i < lane_rows; ++i)
       if (j < L) u[i][j] = weighted_value(fold_coef[j], u[i][j]);
   const float window_decay = fold_coef[L];
 
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
-  detail::row_chains<R> by_key, by_query;
+  detail::row_chains<lane_rows> by_key, by_query;
   // Each stage is copied to registers and released before the fold, so that the next copy
   // is in flight during it.
   auto load = [&](int, const uint8_t* data, const uint8_t* scales, int32_t) {
-    detail::gdn_stage_tile<UPS, R, Kc> t;
+    detail::gdn_stage_tile<stage_units, lane_rows, chunk_elems> t;
 #pragma unroll
-    for (int unit = 0; unit < UPS; ++unit)
+    for (int unit = 0; unit < stage_units; ++unit)
 #pragma unroll
-      for (int i = 0; i < R; ++i) {
+      for (int i = 0; i < lane_rows; ++i) {
         const int chunk = unit * V + lane + 32 * i;
         format::decode(data + chunk * format::data_bytes_per_chunk, scales + chunk * format::scale_bytes_per_chunk,
                        t.v[unit][i]);
       }
     return t;
   };
-  auto fold = [&](int stage, detail::gdn_stage_tile<UPS, R, Kc>& t) {
+  auto fold = [&](int stage, detail::gdn_stage_tile<stage_units, lane_rows, chunk_elems>& t) {
     const int32_t column0 = stage * config::stage_columns;
 #pragma unroll
-    for (int unit = 0; unit < UPS; ++unit) {
-      const int32_t column = column0 + unit * Kc;
+    for (int unit = 0; unit < stage_units; ++unit) {
+      const int32_t column = column0 + unit * chunk_elems;
       // The window's entries in closed form: S = exp(G) S, then S += (a_j u_j) k_j in order.
       if (L > 0) {  // the same for every lane
 #pragma unroll
-        for (int i = 0; i < R; ++i)
+        for (int i = 0; i < lane_rows; ++i)
 #pragma unroll
-          for (int e = 0; e < Kc; ++e) t.v[unit][i][e] = decayed_checkpoint(window_decay, t.v[unit][i][e]);
+          for (int e = 0; e < chunk_elems; ++e) t.v[unit][i][e] = decayed_checkpoint(window_decay, t.v[unit][i][e]);
       }
 #pragma unroll
       for (int j = 0; j < entries; ++j) {
         if (j >= L) break;  // the same for every lane
-        float k[Kc];
+        float k[chunk_elems];
         load_scratch(keys + j * K + column, k);
 #pragma unroll
-        for (int i = 0; i < R; ++i)
+        for (int i = 0; i < lane_rows; ++i)
 #pragma unroll
-          for (int e = 0; e < Kc; ++e) t.v[unit][i][e] = fold_entry(t.v[unit][i][e], u[i][j], k[e]);
+          for (int e = 0; e < chunk_elems; ++e) t.v[unit][i][e] = fold_entry(t.v[unit][i][e], u[i][j], k[e]);
       }
       if constexpr (opens_token) {  // the new state queried with the token's k_t and q_t
-        float k[Kc], q[Kc];
+        float k[chunk_elems], q[chunk_elems];
         load_scratch(token_key + column, k);
         load_scratch(query + column, q);
 #pragma unroll
-        for (int i = 0; i < R; ++i)
+        for (int i = 0; i < lane_rows; ++i)
 #pragma unroll
-          for (int e = 0; e < Kc; ++e) {
+          for (int e = 0; e < chunk_elems; ++e) {
             by_key.acc[i][0] = math::fma(t.v[unit][i][e], k[e], by_key.acc[i][0]);
             by_query.acc[i][0] = math::fma(t.v[unit][i][e], q[e], by_query.acc[i][0]);
           }
-        if ((column + Kc) % gdn_column_block == 0) by_key.turn(), by_query.turn();
+        if ((column + chunk_elems) % gdn_column_block == 0) by_key.turn(), by_query.turn();
       }
 #pragma unroll
-      for (int i = 0; i < R; ++i)
-        st.checkpoint.template store<typename Policy::rounding>(column / Kc * V + lane + 32 * i, t.v[unit][i], key);
+      for (int i = 0; i < lane_rows; ++i)
+        st.checkpoint.template store<typename Policy::rounding>(column / chunk_elems * V + lane + 32 * i, t.v[unit][i],
+                                                                key);
     }
     if constexpr (!Policy::shared_state) detail::store_read_chunks<Policy>(st.read_copy, t, column0, lane, key);
   };
@@ -793,8 +798,8 @@ __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& i
   const int32_t L = plan.length;  // the window's entries; the token is entry L
   const auto l = gdn_scratch_layout::make(shape, Policy::window, 1);
   // 16-byte aligned, as are the layout's regions: a lane's 16 columns of a key load as vectors.
-  auto* scratch =
-      static_cast<float*>(__builtin_assume_aligned(smem + gdn_warp_layout<Policy, warp_role::flush>::make(shape).scratch, 16));
+  auto* scratch = static_cast<float*>(
+      __builtin_assume_aligned(smem + gdn_warp_layout<Policy, warp_role::flush>::make(shape).scratch, 16));
 
   // The window's keys and u on their way while the token's inputs are read.
   for (int32_t j = 0; j < L; ++j) {

@@ -135,9 +135,10 @@ __device__ inline void publish_stores(int32_t parts) {
 /// The register cap of a warp launch of `Launch` (`warp_step_min_blocks` says why): 168
 /// where its warps flush a replay step's window or read up to 8 drafts, else 128.
 template <class Policy, warp_launch Launch, int Tokens>
-inline constexpr register_cap mamba2_warp_registers =
-    (Launch != warp_launch::read && !Policy::is_writeback) || Tokens > 4 ? register_cap::registers_168
-                                                                         : register_cap::registers_128;
+constexpr register_cap mamba2_warp_registers() {
+  const bool flushes_window = Launch != warp_launch::read && !Policy::is_writeback;
+  return flushes_window || Tokens > 4 ? register_cap::registers_168 : register_cap::registers_128;
+}
 
 /// The warp kernel of a step of `Kind` that steps the requests `Launch` names (a verify
 /// step takes up to `Tokens` drafts): each warp runs rows of one head of one request
@@ -150,7 +151,8 @@ inline constexpr register_cap mamba2_warp_registers =
 /// would add its latency to every write-back step).
 template <class Policy, class Act, warp::copy_engine Engine, warp_launch Launch, step_kind Kind = step_kind::decode,
           int Tokens = 1>
-__global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<mamba2_warp_registers<Policy, Launch, Tokens>>)
+__global__ void __launch_bounds__(warp_step_threads,
+                                  warp_step_min_blocks<mamba2_warp_registers<Policy, Launch, Tokens>()>)
     mamba2_warp_kernel(const mamba2_params<Act> p, uint32_t warp_bytes, int32_t parts) {
   extern __shared__ float4 warp_storage[];
   const detail::warp_place at(parts);

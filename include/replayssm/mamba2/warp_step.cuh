@@ -209,13 +209,13 @@ struct warp_window {
 // Where entry j of a step lies (x, B, step size): the head step's own definition.
 using replayssm::detail::entry_rows;
 
-/// `U` consecutive activations as stored, in 32-bit words, converted where they are used
-/// (`at`): keys held in registers take half the registers for 16-bit activations that floats
-/// would.
-template <int U, class Act>
+/// `Width` consecutive activations as stored, in 32-bit words, converted where they are
+/// used (`at`): keys held in registers take half the registers for 16-bit activations that
+/// floats would.
+template <int Width, class Act>
 struct stored_activations {
   static_assert(sizeof(Act) == 2 || sizeof(Act) == 4, "stored_activations: 16- or 32-bit activations");
-  static constexpr int bytes = U * int(sizeof(Act)), words = (bytes + 3) / 4;
+  static constexpr int bytes = Width * int(sizeof(Act)), words = (bytes + 3) / 4;
   /// The one load of the whole run where it fills 4, 8 or 16 aligned bytes.
   using vector =
       std::conditional_t<bytes == 4, uint32_t,
@@ -237,37 +237,37 @@ struct stored_activations {
   }
 };
 
-/// Loads `U` consecutive activations of rows 0 .. K - 1 (row k's at `row(k)`), every load
-/// issued before any is used (a branch per row kept each load's wait apart: a flush's 16
+/// Loads `Width` consecutive activations of rows 0 .. Rows - 1 (row k's at `row(k)`), every
+/// load issued before any is used (a branch per row kept each load's wait apart: a flush's 16
 /// keys took 16 round trips). Rows from `count` on and elements from `elements` on are not
 /// loaded (0); `row(k)` is called for k below `count` and for 0, whose address need not be
 /// valid when `count` is 0. One vector load per row where every row's elements fill 4, 8 or
 /// 16 aligned bytes, else a load per element.
-template <int K, int U, class Act, class Row>
-__device__ void load_stored_rows(Row&& row, int count, int elements, stored_activations<U, Act> (&out)[K]) {
-  using stored = stored_activations<U, Act>;
-  const Act* from[K];
+template <int Rows, int Width, class Act, class Row>
+__device__ void load_stored_rows(Row&& row, int count, int elements, stored_activations<Width, Act> (&out)[Rows]) {
+  using stored = stored_activations<Width, Act>;
+  const Act* from[Rows];
 #pragma unroll
-  for (int k = 0; k < K; ++k) from[k] = row(k < count ? k : 0);
+  for (int k = 0; k < Rows; ++k) from[k] = row(k < count ? k : 0);
 #pragma unroll
-  for (int k = 0; k < K; ++k)
+  for (int k = 0; k < Rows; ++k)
 #pragma unroll
     for (int i = 0; i < stored::words; ++i) out[k].word[i] = 0u;
   if constexpr (!std::is_void_v<typename stored::vector>) {
     uintptr_t addresses = 0;
 #pragma unroll
-    for (int k = 0; k < K; ++k) addresses |= reinterpret_cast<uintptr_t>(from[k]);
-    if ((addresses & uintptr_t(stored::bytes - 1)) == 0 && elements == U) {
+    for (int k = 0; k < Rows; ++k) addresses |= reinterpret_cast<uintptr_t>(from[k]);
+    if ((addresses & uintptr_t(stored::bytes - 1)) == 0 && elements == Width) {
 #pragma unroll
-      for (int k = 0; k < K; ++k)
+      for (int k = 0; k < Rows; ++k)
         if (k < count) out[k].loaded = *reinterpret_cast<const typename stored::vector*>(from[k]);
       return;
     }
   }
 #pragma unroll
-  for (int k = 0; k < K; ++k)
+  for (int k = 0; k < Rows; ++k)
 #pragma unroll
-    for (int e = 0; e < U; ++e) {
+    for (int e = 0; e < Width; ++e) {
       if (k >= count || e >= elements) continue;
       if constexpr (sizeof(Act) == 4)
         out[k].word[e] = *reinterpret_cast<const uint32_t*>(from[k] + e);
@@ -276,33 +276,33 @@ __device__ void load_stored_rows(Row&& row, int count, int elements, stored_acti
     }
 }
 
-/// `U` consecutive activations of each of rows 0 .. K - 1 as floats (`load_stored_rows`; rows
-/// from `count` on are 0).
-template <int K, int U, class Row>
-__device__ void load_activation_rows(Row&& row, int count, float (&out)[K][U]) {
+/// `Width` consecutive activations of each of rows 0 .. Rows - 1 as floats
+/// (`load_stored_rows`; rows from `count` on are 0).
+template <int Rows, int Width, class Row>
+__device__ void load_activation_rows(Row&& row, int count, float (&out)[Rows][Width]) {
   using Act = std::remove_cv_t<std::remove_pointer_t<decltype(row(0))>>;
-  stored_activations<U, Act> stored[K];
-  load_stored_rows<K>(row, count, U, stored);
+  stored_activations<Width, Act> stored[Rows];
+  load_stored_rows<Rows>(row, count, Width, stored);
 #pragma unroll
-  for (int k = 0; k < K; ++k)
+  for (int k = 0; k < Rows; ++k)
 #pragma unroll
-    for (int e = 0; e < U; ++e) out[k][e] = stored[k].at(e);
+    for (int e = 0; e < Width; ++e) out[k][e] = stored[k].at(e);
 }
 
-/// `U` consecutive activations at `from` as floats (`load_activation_rows` of one row).
-template <int U, class Act>
-__device__ void load_activations(const Act* from, float (&out)[U]) {
-  load_activation_rows<1, U>([from](int) { return from; }, 1, reinterpret_cast<float(&)[1][U]>(out));
+/// `Width` consecutive activations at `from` as floats (`load_activation_rows` of one row).
+template <int Width, class Act>
+__device__ void load_activations(const Act* from, float (&out)[Width]) {
+  load_activation_rows<1, Width>([from](int) { return from; }, 1, reinterpret_cast<float(&)[1][Width]>(out));
 }
 
 /// Sums each row's partial dot products over its lanes and stores the rows below `end` of
-/// the first `tokens` tokens: part[t * I + i] is token t's sum of the lane's i-th row, row
-/// `first_row + i` of the head, stored at row_sum[t * rows_per_token + row].
-template <int I, class Lanes, int TI>
-__device__ void store_row_sums(const Lanes& lanes, float (&part)[TI], int32_t first_row, int32_t end, int32_t tokens,
+/// the first `tokens` tokens: part[t * LaneRows + i] is token t's sum of the lane's i-th row,
+/// row `first_row + i` of the head, stored at row_sum[t * rows_per_token + row].
+template <int LaneRows, class Lanes, int Parts>
+__device__ void store_row_sums(const Lanes& lanes, float (&part)[Parts], int32_t first_row, int32_t end, int32_t tokens,
                                int32_t rows_per_token, float* row_sum) {
   lanes.row_sums(part).for_each_owned(part, [&](int k, float sum) {
-    const int32_t t = k / I, row = first_row + k % I;
+    const int32_t t = k / LaneRows, row = first_row + k % LaneRows;
     if (row < end && t < tokens) row_sum[t * rows_per_token + row] = sum;
   });
 }
@@ -493,42 +493,42 @@ __device__ void write_outputs(const warp_window<Layout, Act>& w, const mamba2_he
   }
 }
 
-/// A flush lane's keys B_j (j < window; 0 from the F folded entries on) of its unit's `U`
-/// columns: held in registers (loaded from global memory once) or read per use from the rows
-/// the layout stages in shared memory.
-template <int W, int U, class Act, key_place Place>
+/// A flush lane's keys B_j (j < window; 0 from the F folded entries on) of its unit's
+/// `Columns` columns: held in registers (loaded from global memory once) or read per use
+/// from the rows the layout stages in shared memory.
+template <int W, int Columns, class Act, key_place Place>
 struct flush_keys;
 
-template <int W, int U, class Act>
-struct flush_keys<W, U, Act, key_place::registers> {
-  float b[W][U];
+template <int W, int Columns, class Act>
+struct flush_keys<W, Columns, Act, key_place::registers> {
+  float b[W][Columns];
   template <class Policy, class Layout>
   __device__ flush_keys(const entry_rows<Policy, Act>& entry, const warp_window<Layout, Act>&, int32_t column,
                         int32_t F) {
-    load_activation_rows<W, U>([&](int j) { return entry.B(j) + column; }, F, b);  // 0 from F on
+    load_activation_rows<W, Columns>([&](int j) { return entry.B(j) + column; }, F, b);  // 0 from F on
   }
-  __device__ void load(int j, float (&out)[U]) const {
+  __device__ void load(int j, float (&out)[Columns]) const {
 #pragma unroll
-    for (int e = 0; e < U; ++e) out[e] = b[j][e];
+    for (int e = 0; e < Columns; ++e) out[e] = b[j][e];
   }
 };
 
-template <int W, int U, class Act>
-struct flush_keys<W, U, Act, key_place::shared_memory> {
+template <int W, int Columns, class Act>
+struct flush_keys<W, Columns, Act, key_place::shared_memory> {
   const uint8_t* first;  ///< the lane's columns of the first staged row
   uint32_t pitch;
   template <class Policy, class Layout>
   __device__ flush_keys(const entry_rows<Policy, Act>&, const warp_window<Layout, Act>& w, int32_t column, int32_t)
       : first(reinterpret_cast<const uint8_t*>(w.B(0) + column)), pitch(w.l.B_pitch) {}
-  __device__ void load(int j, float (&out)[U]) const {
-    load_activations<U>(reinterpret_cast<const Act*>(first + j * pitch), out);
+  __device__ void load(int j, float (&out)[Columns]) const {
+    load_activations<Columns>(reinterpret_cast<const Act*>(first + j * pitch), out);
   }
 };
 
-/// A stage's share of one flush lane in registers: its `I` rows of `U` elements.
-template <int I, int U>
+/// A stage's share of one flush lane in registers: its `Rows` rows of `Columns` elements.
+template <int Rows, int Columns>
 struct state_tile {
-  float v[I][U];
+  float v[Rows][Columns];
 };
 
 /// Streams a read step's rows of a head: each stage's rows dotted with the lane's slices of
