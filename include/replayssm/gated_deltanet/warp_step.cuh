@@ -24,13 +24,18 @@
 ///   step's own row code (`gdn_warp_row_flush`: write-back, `raw_inputs`). A verify step's
 ///   flush folds the committed entries only and leaves its drafts to the read that follows.
 ///
-/// In an engine's kernel, per warp, with `gdn_warp_layout<Policy, Role>::make(shape).bytes`
-/// of shared memory (128-byte aligned) and the views of `gdn_head_views`:
+/// In an engine's kernel, per warp, a read step with
+/// `gdn_warp_layout<Policy>::make(shape).bytes` of shared memory at `smem` (128-byte aligned)
+/// and the views `v` of `gdn_head_views` (this code is compiled by test/gpu/doc_snippets.cu):
 ///
-///     auto stream = warp::start_gdn_stream<Role, Engine>(v.state, shape, smem, lane);
+///     auto stream = warp::start_gdn_stream<warp::warp_role::read, Engine>(v.state, shape, smem, lane);
 ///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);  // after the stream starts
-///     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);  // or a flush
+///     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);
 ///     if (lane == 0) *v.state.cursor = next_cursor(plan, step_kind::decode);
+///
+/// A flush streams `start_gdn_stream<warp_role::flush, Engine>` with its layout
+/// (`gdn_warp_layout<Policy, warp_role::flush>`) and runs `gdn_warp_flush` or
+/// `gdn_warp_row_flush` (`gdn_warp_flush_path`).
 ///
 /// A verify step of up to `Tokens` drafts is two launches, as in gated_deltanet/cuda.cuh: the
 /// flush (`start_gdn_stream<warp_role::flush, Engine>`, `gdn_warp_flush<step_kind::verify>`

@@ -921,7 +921,8 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
 ///
 /// The temp storage is `temp_storage_bytes(shape)` bytes of shared memory per warp,
 /// 128-byte aligned (it depends on the layer's shape, so it is sized at launch). One warp
-/// per head of each request, as in examples/fused_kernel:
+/// per head of each request, as in examples/fused_kernel (this code is compiled by
+/// test/gpu/doc_snippets.cu):
 ///
 ///     template <warp::warp_role Role, class Policy, class Act>
 ///     __device__ void step_head(const mamba2_head_views<Policy, Act>& v, mamba2_layer_shape shape,
@@ -930,7 +931,10 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
 ///       step.step(v.in, plan);
 ///       step.advance_cursor(plan);  // the warp is the head's only one
 ///     }
-///     // in the kernel, per warp:
+///
+/// and in the kernel, per warp (`v` the head's `mamba2_head_views`, `storage` the warp's
+/// temp storage):
+///
 ///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
 ///     if (warp::role_of(plan) == warp::warp_role::flush) step_head<warp::warp_role::flush>(v, shape, plan, storage);
 ///     else step_head<warp::warp_role::read>(v, shape, plan, storage);
