@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The code examples in the warp primitives' doc comments, compiled: each is included (from
-// the header, by doc_snippets.py at build time) where the names it uses are in scope, so
-// that an example that no longer compiles fails the build. They are compiled, not run: the
-// library's kernels run the same calls under the GPU tests.
+// The code examples of the warp primitives' doc comments and of the README's embedding
+// section, compiled: each is included (taken from its file by doc_snippets.py at build
+// time) where the names it uses are in scope, so that an example that no longer compiles
+// fails the build. They are compiled, not run: the library's kernels and the fused-kernel
+// example run the same calls under the tests.
 #include <replayssm/cuda.cuh>
 
 namespace replayssm_doc_snippets {
@@ -42,3 +43,10 @@ template __global__ void gdn_warp_read_example<replay_policy<16, fp32_format>, b
     const gdn_params<bfloat16_t>, uint32_t);
 
 }  // namespace replayssm_doc_snippets
+
+// The README's kernel, whole (its includes and using-directive included).
+namespace readme_embedding {
+#include "readme_embedding_1.inc"
+template __global__ void engine_layer<replayssm::replay_policy<16, replayssm::fp32_format>, replayssm::bfloat16_t>(
+    const replayssm::mamba2_params<replayssm::bfloat16_t>, const float*, uint32_t);
+}  // namespace readme_embedding
