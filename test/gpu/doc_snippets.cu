@@ -9,18 +9,40 @@
 namespace replayssm_doc_snippets {
 using namespace replayssm;
 
+/// The calling warp's request (`blockIdx.y`), head and slot, one warp per head, and its
+/// `warp_bytes` of temp storage in the block's dynamic shared memory.
+struct warp_head {
+  int32_t b, h, slot;
+  uint8_t* storage;
+  template <class Params>
+  __device__ warp_head(const Params& p, uint32_t warp_bytes)
+      : b(int32_t(blockIdx.y)),
+        h(int32_t(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32)),
+        slot(p.slot_indices[b]),
+        storage(dynamic_storage() + threadIdx.x / 32 * warp_bytes) {}
+  /// Whether the warp has a head to step: one of the layer's, in a slot that is not the pad.
+  template <class Params>
+  __device__ bool steps(const Params& p) const {
+    return h < p.heads && slot != p.pad_slot_id;
+  }
+
+ private:
+  __device__ static uint8_t* dynamic_storage() {
+    extern __shared__ float4 warp_storage[];
+    return reinterpret_cast<uint8_t*>(warp_storage);
+  }
+};
+
 #include "mamba2_warp_step_1.inc"
 
-/// The kernel of mamba2_warp_step's example: one warp per head, the request's slot checked.
+/// The kernel of mamba2_warp_step's example.
 template <class Policy, class Act>
 __global__ void mamba2_warp_step_example(const mamba2_params<Act> p, uint32_t warp_bytes) {
-  extern __shared__ float4 warp_storage[];
-  const int32_t b = blockIdx.y, h = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  const int32_t slot = p.slot_indices[b];
-  if (h >= p.heads || slot == p.pad_slot_id) return;
-  const mamba2_head_views<Policy, Act> v(p, b, h, slot);
+  const warp_head at(p, warp_bytes);
+  if (!at.steps(p)) return;
+  const mamba2_head_views<Policy, Act> v(p, at.b, at.h, at.slot);
   const mamba2_layer_shape shape = p.shape();
-  uint8_t* storage = reinterpret_cast<uint8_t*>(warp_storage) + threadIdx.x / 32 * warp_bytes;
+  uint8_t* storage = at.storage;
 #include "mamba2_warp_step_2.inc"
 }
 template __global__ void mamba2_warp_step_example<replay_policy<16, fp32_format>, bfloat16_t>(
@@ -29,13 +51,11 @@ template __global__ void mamba2_warp_step_example<replay_policy<16, fp32_format>
 /// The kernel of gated_deltanet/warp_step.cuh's example: a read step, one warp per value head.
 template <class Policy, class Act, warp::copy_engine Engine>
 __global__ void gdn_warp_read_example(const gdn_params<Act> p, uint32_t warp_bytes) {
-  extern __shared__ float4 warp_storage[];
-  const int32_t b = blockIdx.y, h = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  const int32_t slot = p.slot_indices[b];
-  if (h >= p.heads || slot == p.pad_slot_id) return;
-  const gdn_head_views<Policy, Act> v(p, b, h, slot);
+  const warp_head at(p, warp_bytes);
+  if (!at.steps(p)) return;
+  const gdn_head_views<Policy, Act> v(p, at.b, at.h, at.slot);
   const gdn_layer_shape shape = p.shape();
-  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + threadIdx.x / 32 * warp_bytes;
+  uint8_t* smem = at.storage;
   const int lane = int(threadIdx.x % 32);
 #include "gdn_warp_read_1.inc"
 }
