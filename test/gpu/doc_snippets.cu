@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The code examples of the warp primitives' doc comments and of the README's embedding
-// section, compiled: each is included (taken from its file by doc_snippets.py at build
+// The code examples of the warp primitives' doc comments, of the README's embedding section
+// and of kernels.md's warp sequence, compiled: each is included (taken from its file by doc_snippets.py at build
 // time) where the names it uses are in scope, so that an example that no longer compiles
 // fails the build. They are compiled, not run: the library's kernels and the fused-kernel
 // example run the same calls under the tests.
@@ -46,6 +46,20 @@ __global__ void mamba2_warp_step_example(const mamba2_params<Act> p, uint32_t wa
 #include "mamba2_warp_step_2.inc"
 }
 template __global__ void mamba2_warp_step_example<replay_policy<16, fp32_format>, bfloat16_t>(
+    const mamba2_params<bfloat16_t>, uint32_t);
+
+/// The kernel of kernels.md's warp sequence ("In an engine's own kernel"), of a role known
+/// before the stream starts.
+template <class Policy, class Act, warp::warp_role Role>
+__global__ void kernels_md_sequence(const mamba2_params<Act> p, uint32_t warp_bytes) {
+  const warp_head at(p, warp_bytes);
+  if (!at.steps(p)) return;
+  const int32_t b = at.b, h = at.h, slot = at.slot;
+  const mamba2_layer_shape shape = p.shape();
+  uint8_t* warp_storage = at.storage;
+#include "kernels_md_sequence_1.inc"
+}
+template __global__ void kernels_md_sequence<replay_policy<16, fp32_format>, bfloat16_t, warp::warp_role::read>(
     const mamba2_params<bfloat16_t>, uint32_t);
 
 /// The kernel of gated_deltanet/warp_step.cuh's example: a read step, one warp per value head.

@@ -10,7 +10,7 @@ its lines), or the block right above the declaration whose first line holds it; 
 examples are its runs of lines indented four spaces past `/// `. In a Markdown page, the
 section is the one whose heading holds ANCHOR, and its examples are its fenced code blocks.
 Example k goes to OUT_PREFIX_k.inc. Exits 1 where there is no example, so that a test never
-compiles nothing.
+compiles nothing. Build tools pass ANCHOR through a shell: plain words, no quotes or '#'.
 """
 import pathlib
 import sys
