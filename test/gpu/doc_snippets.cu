@@ -1,25 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // The code examples of the warp primitives' doc comments, of the README's embedding section
-// and of kernels.md's warp sequence, compiled: each is included (taken from its file by doc_snippets.py at build
-// time) where the names it uses are in scope, so that an example that no longer compiles
-// fails the build. They are compiled, not run: the library's kernels and the fused-kernel
-// example run the same calls under the tests.
+// and of kernels.md's warp sequence, compiled: each is included (taken from its file by
+// doc_snippets.py at build time) where the names it uses are in scope, so that an example
+// that no longer compiles fails the build. They are compiled, not run: the library's kernels
+// and the fused-kernel example run the same calls under the tests.
 #include <replayssm/cuda.cuh>
 
 namespace replayssm_doc_snippets {
 using namespace replayssm;
 
-/// The calling warp's request (`blockIdx.y`), head and slot, one warp per head, and its
-/// `warp_bytes` of temp storage in the block's dynamic shared memory.
-struct warp_head {
-  int32_t b, h, slot;
+/// The calling warp's place (one warp per head: `cuda::detail::warp_place`), its request's
+/// slot (`request_slot`) and its `warp_bytes` of temp storage in the block's dynamic shared
+/// memory.
+struct warp_head : replayssm::cuda::detail::warp_place {
+  int32_t slot;
   uint8_t* storage;
   template <class Params>
   __device__ warp_head(const Params& p, uint32_t warp_bytes)
-      : b(int32_t(blockIdx.y)),
-        h(int32_t(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32)),
-        slot(p.slot_indices[b]),
-        storage(dynamic_storage() + threadIdx.x / 32 * warp_bytes) {}
+      : warp_place(1), slot(request_slot(p, b)), storage(dynamic_storage() + warp * warp_bytes) {}
   /// Whether the warp has a head to step: one of the layer's, in a slot that is not the pad.
   template <class Params>
   __device__ bool steps(const Params& p) const {
@@ -70,7 +68,7 @@ __global__ void gdn_warp_read_example(const gdn_params<Act> p, uint32_t warp_byt
   const gdn_head_views<Policy, Act> v(p, at.b, at.h, at.slot);
   const gdn_layer_shape shape = p.shape();
   uint8_t* smem = at.storage;
-  const int lane = int(threadIdx.x % 32);
+  const int lane = at.lane;
 #include "gdn_warp_read_1.inc"
 }
 template __global__ void gdn_warp_read_example<replay_policy<16, fp32_format>, bfloat16_t, warp::copy_engine::bulk>(
