@@ -34,6 +34,10 @@ TEST_CASE("mamba2 verify + commit equals sequential decoding of the accepted tok
     cpu_spec<mamba2_harness, replay_policy<8, fp16_format, fp32_format>, float>(
         {{4, 24, 64, 2}, 3, 5, true, true, 86}, 4, 100, {2 * 0x1p-11 + 1e-5, 1e-5});
   }
+  SECTION("fp16 state rounded stochastically") {  // 16 half-ulps: above the walk of ~250 stores
+    cpu_spec<mamba2_harness, replay_policy<8, fp16_format, fp16_format, round_stochastic>, float>(
+        {{4, 24, 64, 2}, 3, 5, true, true, 98}, 4, 100, {16 * 0x1p-11, 16 * 0x1p-11});
+  }
 }
 
 TEST_CASE("mamba2: decode steps continue a window left full by a commit", "[mamba2][spec]") {
