@@ -5,7 +5,7 @@
 /// steps run on the warp steps (mamba2/warp_step.cuh: one warp per head, the state
 /// streamed): a planner launch decides from the cursors which requests read and which
 /// flush, then a flush launch and a read launch, side by side, each step their requests (a
-/// verify step's flush launch then reads the drafts of the requests it flushed); so does the
+/// verify step's flush launch forms the drafts' outputs of the requests it flushes); so does the
 /// snapshot baseline (a planner launch, then one flush launch that folds and stores the
 /// drafts in turn). Shapes the warp steps do not cover run the head step of
 /// the CPU path with `block_executor`, one block per (request, head). Commits and device
@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(
 template <class Policy, class Act, warp::copy_engine Engine, warp::warp_role Role, step_kind Kind, int Tokens>
 __device__ void mamba2_warp_request(const mamba2_params<Act>& p, int32_t b, int32_t slot, const warp_place& at,
                                     uint8_t* smem, int32_t parts) {
-  using step_t = warp::mamba2_warp_step<Policy, Act, Role, Role == warp::warp_role::read ? Tokens : 1, Engine>;
+  using step_t = warp::mamba2_warp_step<Policy, Act, Role, Kind == step_kind::verify ? Tokens : 1, Engine>;
   const int32_t lane = at.lane;
   if constexpr (Policy::is_writeback) {
     if (slot == p.pad_slot_id) return;
@@ -81,7 +81,6 @@ __device__ void mamba2_warp_request(const mamba2_params<Act>& p, int32_t b, int3
   }
   const step_plan plan = plan_step<Kind>(v.state, Kind == step_kind::decode ? 1 : v.in.tokens);
   step.template step<Kind>(v.in, plan);
-  if (Kind == step_kind::verify && Role == warp::warp_role::flush) return;  // the verify read moves the cursor
   if (parts > 1) __syncthreads();
   if (at.part == 0) step.advance_cursor(plan, Kind);
 }
@@ -121,17 +120,6 @@ __device__ void mamba2_planned_request(const mamba2_params<Act>& p, int32_t b, i
 template <class Policy, warp_launch Launch>
 inline constexpr bool flushes_planned_only = !Policy::is_writeback && Launch == warp_launch::flush;
 
-/// Makes the state the warps of a head have just stored readable by their next streams, on
-/// the same shared memory: each lane's accesses fenced before the copy engine's, then the
-/// head's warps meet (one warp's rows of a read may be another's of the flush).
-__device__ inline void publish_stores(int32_t parts) {
-  warp::fence_before_next_stream();
-  if (parts > 1)
-    __syncthreads();
-  else
-    __syncwarp();
-}
-
 /// The register cap of a warp launch of `Launch` (`warp_step_min_blocks` says why): 168
 /// where its warps flush a replay step's window or read up to 8 drafts, else 128.
 template <class Policy, warp_launch Launch, int Tokens>
@@ -144,9 +132,8 @@ constexpr register_cap mamba2_warp_registers() {
 /// step takes up to `Tokens` drafts): each warp runs rows of one head of one request
 /// (`detail::warp_place`); the warps of one head meet at one barrier before the cursor
 /// moves. Replay steps run the requests planned so: a flush launch takes the flushing
-/// requests in turn over a few request rows (`for_each_planned`; a verify step's then reads
-/// their drafts from the state just stored, L2 holding it), a read launch every request that
-/// reads, or one launch each request as planned. A write-back step flushes every request,
+/// requests in turn over a few request rows (`for_each_planned`), a read launch every request
+/// that reads, or one launch each request as planned. A write-back step flushes every request,
 /// each warp checking the whole request itself while its stream fills (a planner launch
 /// would add its latency to every write-back step).
 template <class Policy, class Act, warp::copy_engine Engine, warp_launch Launch, step_kind Kind = step_kind::decode,
@@ -163,16 +150,9 @@ __global__ void __launch_bounds__(warp_step_threads,
   };
   using warp::warp_role;
   constexpr std::integral_constant<warp_role, warp_role::flush> flush;
-  constexpr std::integral_constant<warp_role, warp_role::read> read;
   if constexpr (detail::flushes_planned_only<Policy, Launch>) {
-    detail::for_each_planned(p, request_plan::flush, at.lane, [&](int32_t b) {
-      const int32_t slot = request_slot(p, b);
-      step(flush, b, slot);
-      if constexpr (Kind == step_kind::verify) {  // the drafts, read from the state just stored
-        detail::publish_stores(parts);
-        step(read, b, slot);
-      }
-    });
+    detail::for_each_planned(p, request_plan::flush, at.lane,
+                             [&](int32_t b) { step(flush, b, request_slot(p, b)); });
   } else if constexpr (Launch == warp_launch::planned) {
     detail::mamba2_planned_request<Policy, Act, Engine>(p, at.b, request_slot(p, at.b), at, smem, parts);
   } else if constexpr (Policy::is_writeback) {
@@ -225,16 +205,15 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<regist
   step.fold_drafts(v.in, plan, snapshots);
 }
 
-/// Shared memory per warp of a launch of `Launch` in a step of `Kind`: the read or the flush
-/// layout's, or the larger of the two where a warp takes either or both (a verify step's
-/// flush launch).
-template <class Policy, class Act, warp_launch Launch, step_kind Kind, int Tokens>
+/// Shared memory per warp of a launch of `Launch` in a step of `Tokens` tokens at most (a
+/// verify step's drafts): the read or the flush layout's, or the larger of the two where a
+/// warp takes either (a launch that steps each request as planned).
+template <class Policy, class Act, warp_launch Launch, int Tokens>
 uint32_t warp_launch_bytes(mamba2_layer_shape s) {
   using warp::warp_role;
   const uint32_t read = warp::mamba2_warp_step<Policy, Act, warp_role::read, Tokens>::temp_storage_bytes(s);
-  const uint32_t flush = warp::mamba2_warp_step<Policy, Act, warp_role::flush>::temp_storage_bytes(s);
-  const bool flushes_only = Launch == warp_launch::flush && Kind == step_kind::decode;
-  return Launch == warp_launch::read ? read : flushes_only ? flush : std::max(flush, read);
+  const uint32_t flush = warp::mamba2_warp_step<Policy, Act, warp_role::flush, Tokens>::temp_storage_bytes(s);
+  return Launch == warp_launch::read ? read : Launch == warp_launch::flush ? flush : std::max(flush, read);
 }
 
 /// Launches the warp kernel of a step of `Kind` that steps the requests `Launch` names
@@ -246,7 +225,7 @@ status launch_warp_step(const mamba2_params<Act>& p, const device_limits& d, cud
   // A flush launch takes about the share of the requests whose windows fill in a step.
   const int32_t flush_share = Kind == step_kind::decode ? Policy::window : Policy::window / std::max(p.tokens, 1);
   return launch_warp_kernel(mamba2_warp_kernel<Policy, Act, Engine, Launch, Kind, Tokens>,
-                            warp_launch_bytes<Policy, Act, Launch, Kind, Tokens>(p.shape()), p, d, stream, "mamba2",
+                            warp_launch_bytes<Policy, Act, Launch, Tokens>(p.shape()), p, d, stream, "mamba2",
                             warp_step_threads / 32, wait, flushes_planned_only<Policy, Launch> ? flush_share : 1);
 }
 
@@ -259,8 +238,8 @@ status launch_warp_snapshot(const mamba2_params<Act>& p, const device_limits& d,
 }
 
 /// A planned verify step's launches for up to `Tokens` drafts: the flush launch (the requests
-/// whose drafts do not fit after their committed entries, flushed, then read) and beside it
-/// the read launch (every other request).
+/// whose drafts do not fit after their committed entries: flushed, the drafts' outputs from
+/// the new state) and beside it the read launch (every other request).
 template <class Policy, warp::copy_engine Engine, int Tokens, class Act>
 status verify_launches(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   constexpr step_kind verify = step_kind::verify;
@@ -291,8 +270,8 @@ bool bulk_copies_fit(const mamba2_params<Act>& p, const device_limits& d) {
 /// the step fits on the device at once (a small batch), one launch reads or flushes each
 /// request as planned. A verify step's
 /// flush launch flushes the committed entries of the requests whose drafts would not fit
-/// after them, then reads those requests' drafts from the new state, beside the read launch
-/// of the others (`verify_launches`, a kernel for up to 4 or up to 8 drafts).
+/// after them and forms those drafts' outputs from the new state, beside the read launch of
+/// the others (`verify_launches`, a kernel for up to 4 or up to 8 drafts).
 template <class Policy, warp::copy_engine Engine, step_kind Kind, class Act>
 status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   if constexpr (Policy::is_writeback) {
@@ -301,7 +280,7 @@ status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cud
     if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
     bool one_launch = false;
     if (status s = warps_fit_at_once(mamba2_warp_kernel<Policy, Act, Engine, warp_launch::planned>,
-                                     warp_launch_bytes<Policy, Act, warp_launch::planned, Kind, 1>(p.shape()), p, d,
+                                     warp_launch_bytes<Policy, Act, warp_launch::planned, 1>(p.shape()), p, d,
                                      one_launch);
         !s)
       return s;

@@ -17,9 +17,9 @@
 ///    window and the drafts before it, and the drafts are appended uncommitted;
 ///  - flush: a window that fills, and every write-back step; the new checkpoint formed per
 ///    element by the arithmetic of replay/scalar_decay.hpp, so it is bit-identical with the
-///    CPU's, then y from it. For a verify step (`step_kind::verify`) it folds the committed
-///    entries only, when the drafts would not fit after them, and writes no output: the
-///    verify read that follows reads the new state.
+///    CPU's, then y from it. For a verify step (`step_kind::verify`, `Tokens` > 1) it folds
+///    the committed entries only, when the drafts would not fit after them, and forms the
+///    drafts' y from the new state as stored while it is in registers.
 ///
 /// `mamba2_warp_step` is the primitive an engine's kernel instantiates (its comment shows
 /// how); the functions in `detail` are its parts.
@@ -132,29 +132,41 @@ enum class key_place : uint8_t {
 /// regions): the stream's ring, then the x rows of the entries and the tokens' z as stored
 /// (activations), the window's keys where a flush does not hold them in registers, then
 /// floats. A replay step sees at most `window` entries (a verify step's drafts included:
-/// they fit after the committed entries, or those are flushed first); a write-back flush
-/// (the snapshot baseline's verify step) folds its `Tokens` drafts one by one.
+/// they fit after the committed entries, or those are flushed first); a replay verify flush
+/// (`Tokens` > 1) folds the committed entries and then reads the drafts after them; a
+/// write-back flush (the snapshot baseline's verify step) folds its `Tokens` drafts one by
+/// one.
 template <class Policy, class Act, warp_role Role, int Tokens = 1>
 struct mamba2_warp_layout {
   static constexpr bool flushes = Role == warp_role::flush;
-  static_assert(Tokens >= 1 && Tokens <= max_draft_tokens && (!flushes || Tokens == 1 || Policy::is_writeback),
-                "mamba2_warp_layout: a read step takes 1 to max_draft_tokens tokens, a replay flush one");
+  /// Whether a flush then reads its drafts from the state it forms: a replay verify step's.
+  static constexpr bool reads_drafts = flushes && Tokens > 1 && !Policy::is_writeback;
+  static_assert(Tokens >= 1 && Tokens <= max_draft_tokens, "mamba2_warp_layout: 1 to max_draft_tokens tokens");
   static constexpr int window = Policy::window;
   static constexpr int tokens = Tokens;
-  /// Entries a step stages: the window's (a write-back flush's window is its one token).
-  static constexpr int entries = flushes ? window * Tokens : window;
+  /// Entries a flush folds: the window's (a write-back flush's window is its one token, a
+  /// run per draft in the snapshot baseline).
+  static constexpr int folded_entries = Policy::is_writeback ? Tokens : window;
+  /// Entries a step stages: the window's, or a flush's folded ones and the drafts it reads.
+  static constexpr int entries = !flushes ? window : folded_entries + (reads_drafts ? Tokens : 0);
   /// Whether the entries' step sizes and log decays are staged here, for coefficients formed
   /// in shared memory: a flush's and a verify read's (a decode read forms its weights in
   /// registers, `decode_weights`).
   static constexpr bool stages_steps = flushes || Tokens > 1;
+  /// Whether the drafts' dots with the C of the tokens and their coefficients are staged
+  /// here: a read's and a flush's that reads drafts.
+  static constexpr bool stages_weights = !flushes || reads_drafts;
   using config = mamba2_warp_config<Policy>;
-  /// Where a flush lane keeps the entries' keys B_j of its unit's columns: in registers
-  /// where they are 64 floats at most, else in the warp's shared memory.
+  /// Where a flush lane keeps the folded entries' keys B_j of its unit's columns: in
+  /// registers where they are 64 floats at most, else in the warp's shared memory.
   static constexpr key_place flush_keys_at =
-      entries * config::flush_unit <= 64 ? key_place::registers : key_place::shared_memory;
-  /// Whether the entries' B rows are staged here: for a flush whose keys exceed its
+      folded_entries * config::flush_unit <= 64 ? key_place::registers : key_place::shared_memory;
+  /// Whether the folded entries' B rows are staged here: for a flush whose keys exceed its
   /// registers (a read dots its keys from registers).
   static constexpr bool stages_keys = flushes && flush_keys_at == key_place::shared_memory;
+  /// Decays: of the state over each run a flush folds, then over each draft's window after
+  /// the fold where it reads drafts; over each token's window for a read.
+  static constexpr int decays = (flushes ? folded_entries / window : 0) + (stages_weights ? Tokens : 0);
   static constexpr uint32_t stream_bytes =
       flushes ? sizeof(typename config::template flush_stream<copy_engine::bulk>::TempStorage)
               : sizeof(typename config::template read_stream<copy_engine::bulk, Tokens>::TempStorage);
@@ -178,15 +190,15 @@ struct mamba2_warp_layout {
     };
     l.x = take(entries * l.x_pitch);
     l.z = take(Tokens * l.x_pitch);
-    l.B = take(stages_keys ? entries * l.B_pitch : 0);
+    l.B = take(stages_keys ? folded_entries * l.B_pitch : 0);
     l.window_dt = take(stages_steps ? entries * 4 : 0);
     l.dt = take(stages_steps ? entries * 4 : 0);
     l.log_decay = take(stages_steps ? entries * 4 : 0);
-    l.coef = take(flushes ? entries * 4 : 0);
-    l.weight = take(flushes ? 0 : Tokens * window * 4);
-    l.decay = take(Tokens * 4);
+    l.coef = take(flushes ? folded_entries * 4 : 0);
+    l.weight = take(stages_weights ? Tokens * window * 4 : 0);
+    l.decay = take(decays * 4);
     l.row_sum = take(Tokens * uint32_t(s.head_dim) * 4);
-    l.weighted_x = take(flushes ? entries * l.padded_rows * 4 : 0);
+    l.weighted_x = take(flushes ? folded_entries * l.padded_rows * 4 : 0);
     l.bytes = (at + 127u) / 128u * 128u;
     return l;
   }
@@ -204,6 +216,16 @@ struct warp_window {
   __device__ const Act* B(int32_t j) const { return reinterpret_cast<const Act*>(base + l.B + j * l.B_pitch); }
   __device__ const Act* z(int32_t t) const { return reinterpret_cast<const Act*>(base + l.z + t * l.x_pitch); }
   __device__ float* floats(uint32_t offset) const { return reinterpret_cast<float*>(base + offset); }
+  /// The view whose staged row 0 is this one's row `j`: its x rows, step sizes and log
+  /// decays (a verify flush's drafts, after the entries it folds).
+  __device__ warp_window from_row(int32_t j) const {
+    warp_window v = *this;
+    v.l.x += uint32_t(j) * l.x_pitch;
+    v.l.window_dt += 4u * uint32_t(j);
+    v.l.dt += 4u * uint32_t(j);
+    v.l.log_decay += 4u * uint32_t(j);
+    return v;
+  }
 };
 
 // Where entry j of a step lies (x, B, step size): the head step's own definition.
@@ -325,12 +347,12 @@ __device__ void copy_window(const warp_window<Layout, Act>& w, const entry_rows<
   const int32_t P = s.head_dim, N = s.state_dim;
   lanes_copy_rows(w.base + w.l.x, w.l.x_pitch, e.count, uint32_t(P) * sizeof(Act),
                   [&](int32_t j) { return entry.x(e.first + j); }, lane);
-  if constexpr (Layout::stages_keys) {  // keys 0 past the staged entries (a flush folds whole runs)
+  if constexpr (Layout::stages_keys) {  // the folded entries' keys, 0 past them (a flush folds whole runs)
+    const int32_t folded = plan.folded;
     lanes_copy_rows(
-        w.base + w.l.B, w.l.B_pitch, e.count, uint32_t(N) * sizeof(Act),
-        [&](int32_t j) { return entry.B(e.first + j); }, lane);
-    Act* past = reinterpret_cast<Act*>(w.base + w.l.B + e.count * w.l.B_pitch);
-    for (int32_t n = lane; n < (Layout::entries - e.count) * int32_t(w.l.B_pitch / sizeof(Act)); n += 32)
+        w.base + w.l.B, w.l.B_pitch, folded, uint32_t(N) * sizeof(Act), [&](int32_t j) { return entry.B(j); }, lane);
+    Act* past = reinterpret_cast<Act*>(w.base + w.l.B + folded * w.l.B_pitch);
+    for (int32_t n = lane; n < (Layout::folded_entries - folded) * int32_t(w.l.B_pitch / sizeof(Act)); n += 32)
       past[n] = from_float<Act>(0.0f);
   }
   if (entry.in.z.data != nullptr)
@@ -444,14 +466,15 @@ __device__ void flush_coefficients(const warp_window<Layout, Act>& w, int32_t F,
 /// weight[t * W + i] (its dot with entry i) times that window's coefficient of i, and
 /// decay[t] the state's decay over that window. Ends with a `__syncwarp`.
 template <int W, class Layout, class Act>
-__device__ void query_coefficients(const warp_window<Layout, Act>& w, int32_t seen0, int32_t tokens, int lane) {
+__device__ void query_coefficients(const warp_window<Layout, Act>& w, int32_t seen0, int32_t tokens, float* decay,
+                                   int lane) {
   const float* log_decay = w.floats(w.l.log_decay);
   float* weight = w.floats(w.l.weight);
   for (int32_t k = lane; k < tokens * W; k += 32) {
     const int32_t t = k / W, i = k % W, seen = seen0 + t;
     if (i < seen) weight[k] = math::mul(weight[k], window_coefficient(log_decay, w.floats(w.l.dt), i, seen));
   }
-  for (int32_t t = lane; t < tokens; t += 32) w.floats(w.l.decay)[t] = checkpoint_decay(log_decay, seen0 + t);
+  for (int32_t t = lane; t < tokens; t += 32) decay[t] = checkpoint_decay(log_decay, seen0 + t);
   __syncwarp();
 }
 
@@ -737,7 +760,7 @@ __device__ bool verify_read_rows(Stream& stream, const mamba2_head_inputs<Act>& 
 
   const int32_t seen0 = L + 1 - F;  // entries the first token sees, itself included
   stage_decays(w, in, plan, staged, tokens, lane);
-  query_coefficients<W>(w, seen0, T, lane);
+  query_coefficients<W>(w, seen0, T, w.floats(w.l.decay), lane);
   if (!gate()) return false;
   write_outputs<W, Tokens>(w, in, rows, P, seen0, T, w.floats(w.l.decay), w.floats(w.l.weight), out, lane);
 
@@ -745,45 +768,76 @@ __device__ bool verify_read_rows(Stream& stream, const mamba2_head_inputs<Act>& 
   return true;
 }
 
+/// What a flush lane's registers hold after it stores its state: the values as formed, or
+/// as stored (what a load of the stored state decodes), for outputs that read the state as
+/// stored.
+enum class kept_values : uint8_t { formed, stored };
+
+/// Stores a flush lane's row of `U` values to `view`, chunks `first_chunk` on, rounded by
+/// `Round`; with `kept_values::stored` the row then holds the values as stored.
+template <class Round, kept_values Kept, int U, class View>
+__device__ void store_row(const View& view, int32_t first_chunk, float (&row)[U], const random_stream_key& key) {
+  constexpr int chunk = View::chunk_elems;
+#pragma unroll
+  for (int q = 0; q < U / chunk; ++q) {
+    float v[chunk];
+#pragma unroll
+    for (int e = 0; e < chunk; ++e) v[e] = row[q * chunk + e];
+    if constexpr (Kept == kept_values::stored) {
+      view.template store_rounded<Round>(first_chunk + q, v, key);
+#pragma unroll
+      for (int e = 0; e < chunk; ++e) row[q * chunk + e] = v[e];
+    } else {
+      view.template store<Round>(first_chunk + q, v, key);
+    }
+  }
+}
+
 /// A flush of rows `rows` of one head by one warp, from `stream` (the checkpoint's, started
 /// first; `smem` the warp's `mamba2_warp_layout<Policy, Act, warp_role::flush, Tokens>`
 /// bytes): the `plan.folded` entries folded into these rows of the checkpoint (and the read
 /// copy). A decode step's flush folds the window and the token and writes y from the new
-/// state (a write-back step is the flush of a window of one); a verify step's (`Kind`) folds
-/// the committed entries only and writes nothing else (the verify read follows). A
-/// write-back policy's verify step is the snapshot baseline: its drafts (up to `Tokens`)
-/// fold one by one, each writing y from its state and storing it to `snapshots[t]`, which
-/// the next draft goes on from as stored. The outputs go to `out` (`store_outputs`);
-/// `gate()` is asked before the first write, and a false returns false with nothing written
-/// (`always_write`).
+/// state (a write-back step is the flush of a window of one). A replay verify step's
+/// (`Kind`, up to `Tokens` drafts) folds the committed entries, then forms its drafts' y
+/// from the new state as stored (the read copy's values, which a verify read would stream)
+/// while it is in registers, each draft adding the drafts before it, and appends the drafts
+/// uncommitted: the flushing requests read their state once. A write-back policy's verify
+/// step is the snapshot baseline: its drafts (up to `Tokens`) fold one by one, each writing
+/// y from its state and storing it to `snapshots[t]`, which the next draft goes on from as
+/// stored. The outputs go to `out` (`store_outputs`); `gate()` is asked before the first
+/// write, and a false returns false with nothing written (`always_write`).
 template <step_kind Kind, int Tokens, class Stream, class Policy, class Act, class Outputs, class Gate>
 __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
                            mamba2_layer_shape s, const step_plan& plan, row_range rows, uint8_t* smem, Outputs& out,
                            Gate& gate, int lane, const state_head_view<typename Policy::checkpoint_format>* snapshots) {
   using config = mamba2_warp_config<Policy>;
   using ckpt_format = typename config::checkpoint_format;
-  using read_format = typename config::read_format;
   using lanes_t = typename config::flush_lanes;
   using layout_t = mamba2_warp_layout<Policy, Act, warp_role::flush, Tokens>;
-  constexpr int unit = config::flush_unit, ckpt_chunk = ckpt_format::chunk_elems, read_chunk = read_format::chunk_elems;
-  constexpr int lane_rows = lanes_t::rows, W = Policy::window, entries = layout_t::entries;
+  constexpr int unit = config::flush_unit, ckpt_chunk = ckpt_format::chunk_elems;
+  constexpr int lane_rows = lanes_t::rows, W = Policy::window, folded_entries = layout_t::folded_entries;
   constexpr bool snapshot = Policy::is_writeback && Kind == step_kind::verify;
-  constexpr bool outputs = Kind == step_kind::decode || snapshot;
-  static_assert(snapshot || Tokens == 1, "a flush: only the snapshot baseline folds several tokens");
+  constexpr bool reads_drafts = layout_t::reads_drafts;
+  static_assert(Kind == step_kind::decode ? Tokens == 1 : snapshot || reads_drafts,
+                "a flush: a decode step's folds its one token, a verify step's reads or folds 2 or more drafts");
+  constexpr int max_folds = snapshot ? Tokens : 1;  // runs of W entries folded and stored in turn
+  // What the registers go on with once stored: the snapshot baseline's next draft and a
+  // verify flush's drafts go on from the state as stored (the read copy's values).
+  constexpr kept_values kept = snapshot || reads_drafts ? kept_values::stored : kept_values::formed;
   const int32_t P = s.head_dim, N = s.state_dim, F = plan.folded, end = rows.first + rows.count;
-  const int32_t folds = snapshot ? plan.tokens : 1;  // runs of W entries folded and stored in turn
-  const staged_entries staged{0, F, outputs ? folds : 0};
+  const int32_t T = Kind == step_kind::decode ? 1 : plan.tokens < Tokens ? plan.tokens : Tokens;  // tokens with y
+  const int32_t folds = snapshot ? T : 1;
+  const staged_entries staged{0, reads_drafts ? F + T : F, T};
   const warp_window<layout_t, Act> w{smem, layout_t::make(s)};
   const entry_rows<Policy, Act> entry{in, st, plan};
   copy_window(w, entry, s, staged, lane);
   const token_steps<layout_t> tokens(in, plan, staged, lane);
   const int32_t column = lanes_t(N, lane).column();
-  float c[Tokens][unit] = {};
-  if constexpr (outputs) {
+  float c[Tokens][unit];
 #pragma unroll
-    for (int t = 0; t < Tokens; ++t) load_activations<unit>(in.C.at(t < folds ? t : 0) + column, c[t]);
-  }
-  const flush_keys<entries, unit, Act, layout_t::flush_keys_at> keys(entry, w, column, F);
+  for (int t = 0; t < Tokens; ++t) load_activations<unit>(in.C.at(t < T ? t : 0) + column, c[t]);
+  const flush_keys<folded_entries, unit, Act, layout_t::flush_keys_at> keys(entry, w, column, F);
+  if constexpr (reads_drafts) key_dots<W, Tokens>(entry, F, w.floats(w.l.weight), N, T, T, lane);
 
   // The coefficients and the weighted x_j must be ready before the first stage folds; rows
   // past the head (every lane folds whole runs of rows) fold the last row's, and are never
@@ -793,10 +847,11 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
   // included, as if it were not folded.
   stage_decays(w, in, plan, staged, tokens, lane);
   flush_coefficients(w, F, folds, lane);
+  if constexpr (reads_drafts) query_coefficients<W>(w.from_row(F), 1, T, w.floats(w.l.decay) + 1, lane);
   const int32_t padded_rows = int32_t(w.l.padded_rows);
   float* weighted_x = w.floats(w.l.weighted_x);
   const float* decay = w.floats(w.l.decay);
-  float coef[entries];  // entries past F: their coefficients and rows are read and discarded
+  float coef[folded_entries];  // entries past F: their coefficients and rows are read and discarded
   load_scratch(w.floats(w.l.coef), coef);
   for (int32_t p = lane; p < padded_rows; p += 32) {
     // Entry j's row p at x + j * pitch and at out + j * padded_rows. A row past the head folds a copy
@@ -804,7 +859,7 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
     const uint8_t* x = reinterpret_cast<const uint8_t*>(w.x(0) + (p < P ? p : P - 1));
     float* out = weighted_x + p;
 #pragma unroll
-    for (int j = 0; j < entries; ++j, x += w.l.x_pitch, out += padded_rows)
+    for (int j = 0; j < folded_entries; ++j, x += w.l.x_pitch, out += padded_rows)
       *out = j >= F ? -0.0f : weighted_value(coef[j], to_float(*reinterpret_cast<const Act*>(x)));
   }
   __syncwarp();
@@ -816,6 +871,7 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
   const int32_t stage_rows = config::template stage_rows<warp_role::flush>(N);
+  float* row_sum = w.floats(w.l.row_sum);
   with_unit_lanes<config::flush_stage, unit>(N, lane, [&](const auto& lanes) {
     // Each stage is copied to registers (decayed) and released before the window folds in, so
     // that the next copy is in flight during the fold (KERNELS.md's flush).
@@ -838,11 +894,23 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
       }
       return t;
     };
+    // The lane's rows dotted with token t's C, each row's sum stored.
+    auto row_sums = [&](int stage, const state_tile<lane_rows, unit>& t, int32_t token) {
+      float part[lane_rows];
+#pragma unroll
+      for (int i = 0; i < lane_rows; ++i) {
+        part[i] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < unit; ++e) part[i] = math::fma(t.v[i][e], c[token][e], part[i]);
+      }
+      store_row_sums<lane_rows>(lanes, part, rows.first + stage * stage_rows + lanes.row(0), end, 1, P,
+                                row_sum + token * P);
+    };
     auto fold_and_store = [&](int stage, state_tile<lane_rows, unit>& t) {
       // The lane's first row; its other lane_rows - 1 rows follow.
       const int32_t row0 = rows.first + stage * stage_rows + lanes.row(0);
 #pragma unroll
-      for (int f = 0; f < Tokens; ++f) {
+      for (int f = 0; f < max_folds; ++f) {
         if (f >= folds) break;  // the same on every lane
         if (f > 0) {
           const float run_decay = decay[f];
@@ -861,47 +929,38 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
 #pragma unroll
             for (int e = 0; e < unit; ++e) t.v[i][e] = fold_entry(t.v[i][e], x[i], b[e]);
         }
-        float part[lane_rows];
+        if constexpr (!reads_drafts) row_sums(stage, t, f);  // y from the state before it is stored
 #pragma unroll
         for (int i = 0; i < lane_rows; ++i) {
-          part[i] = 0.0f;
-          if constexpr (outputs) {  // y from the state before it is stored
-#pragma unroll
-            for (int e = 0; e < unit; ++e) part[i] = math::fma(t.v[i][e], c[f][e], part[i]);
-          }
           if (row0 + i >= end) continue;
           const uint32_t element = uint32_t((row0 + i) * N + column);  // unsigned: chunks by shifts
-#pragma unroll
-          for (int q = 0; q < unit / ckpt_chunk; ++q) {
-            float v[ckpt_chunk];
-#pragma unroll
-            for (int e = 0; e < ckpt_chunk; ++e) v[e] = t.v[i][q * ckpt_chunk + e];
-            if constexpr (snapshot) {
-              snapshots[f].template store_rounded<typename Policy::rounding>(int32_t(element / ckpt_chunk) + q, v, key);
-#pragma unroll
-              for (int e = 0; e < ckpt_chunk; ++e) t.v[i][q * ckpt_chunk + e] = v[e];
-            } else {
-              st.checkpoint.template store<typename Policy::rounding>(int32_t(element / ckpt_chunk) + q, v, key);
-            }
-          }
-          if constexpr (!Policy::shared_state) {
-            // A separate read copy rounds to nearest (head_step.hpp says why).
-#pragma unroll
-            for (int q = 0; q < unit / read_chunk; ++q) {
-              float v[read_chunk];
-#pragma unroll
-              for (int e = 0; e < read_chunk; ++e) v[e] = t.v[i][q * read_chunk + e];
-              st.read_copy.template store<round_nearest_even>(int32_t(element / read_chunk) + q, v, key);
-            }
+          using rounding = typename Policy::rounding;
+          if constexpr (snapshot) {
+            store_row<rounding, kept>(snapshots[f], int32_t(element / ckpt_chunk), t.v[i], key);
+          } else if constexpr (Policy::shared_state) {
+            store_row<rounding, kept>(st.checkpoint, int32_t(element / ckpt_chunk), t.v[i], key);
+          } else {  // a separate read copy rounds to nearest (head_step.hpp says why)
+            store_row<rounding, kept_values::formed>(st.checkpoint, int32_t(element / ckpt_chunk), t.v[i], key);
+            store_row<round_nearest_even, kept>(st.read_copy, int32_t(element / config::read_format::chunk_elems),
+                                                t.v[i], key);
           }
         }
-        if constexpr (outputs) store_row_sums<lane_rows>(lanes, part, row0, end, 1, P, w.floats(w.l.row_sum) + f * P);
+      }
+      if constexpr (reads_drafts) {  // the drafts' y from the state as stored
+#pragma unroll
+        for (int token = 0; token < Tokens; ++token) {
+          if (token >= T) break;  // the same on every lane
+          row_sums(stage, t, token);
+        }
       }
     };
     stream.for_each_stage(decayed_stage, fold_and_store);
   });
-  if constexpr (outputs) {
-    __syncwarp();
+  __syncwarp();
+  if constexpr (reads_drafts) {
+    write_outputs<W, Tokens>(w.from_row(F), in, rows, P, 1, T, decay + 1, w.floats(w.l.weight), out, lane);
+    append_tokens(w, entry, rows, N, T, 0, lane, [&](int32_t t) { return w.floats(w.l.dt)[F + t]; });
+  } else {
     write_outputs<W, Tokens>(w, in, rows, P, F - folds + 1, folds, nullptr, nullptr, out, lane);
   }
   return true;
@@ -915,7 +974,7 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
 /// latency then hides the rest); `step` runs the step of the plan, whose role (`role_of`)
 /// must be `Role`; `advance_cursor` records the step once every warp of the head has run it.
 /// Every lane of the warp calls each; a lane is the thread's index in its warp. With
-/// `Tokens` > 1 the read is a speculative verify step of up to `Tokens` drafts. `Engine`
+/// `Tokens` > 1 the step is a speculative verify step of up to `Tokens` drafts. `Engine`
 /// copies the state with the bulk copy engine (sm_90 on; the state's rows 16-byte aligned)
 /// or with the lanes (anywhere).
 ///
@@ -968,9 +1027,8 @@ class mamba2_warp_step {
   __device__ mamba2_warp_step(void* temp_storage, const mamba2_head_state<Policy, Act>& state, mamba2_layer_shape shape)
       : mamba2_warp_step(temp_storage, state, shape, row_range{0, shape.head_dim}) {}
 
-  /// The step of `plan` (of `Kind`; a verify step's flush folds the committed entries only
-  /// and writes no output, its read follows with the drafts), its outputs stored to `in.y`.
-  /// The cursor is not moved.
+  /// The step of `plan` (of `Kind`; a verify step's flush folds the committed entries, then
+  /// reads the drafts after them), its outputs stored to `in.y`. The cursor is not moved.
   template <step_kind Kind = step_kind::decode>
   __device__ void step(const mamba2_head_inputs<Act>& in, const step_plan& plan) {
     step<Kind>(in, plan, store_outputs<Act>{in});
@@ -985,12 +1043,12 @@ class mamba2_warp_step {
   /// the step has read what it needs (`always_write`); returns whether it wrote.
   template <step_kind Kind = step_kind::decode, class Outputs, class Gate>
   __device__ bool step(const mamba2_head_inputs<Act>& in, const step_plan& plan, Outputs&& out, Gate&& gate) {
+    static_assert(Kind == step_kind::decode ? Tokens == 1 : Tokens > 1,
+                  "mamba2_warp_step: a decode step takes one token, a verify step 2 to max_draft_tokens (Tokens)");
     if constexpr (Role == warp_role::flush) {
       return detail::flush_rows<Kind, Tokens>(stream_, in, state_, shape_, plan, rows_, storage_, out, gate, lane(),
                                               nullptr);
     } else {
-      static_assert(Kind == step_kind::decode ? Tokens == 1 : Tokens > 1,
-                    "mamba2_warp_step: a decode step reads one token, a verify step 2 to max_draft_tokens (Tokens)");
       if constexpr (Tokens == 1)
         return detail::decode_read_rows(stream_, in, state_, shape_, plan, rows_, storage_, out, gate, lane());
       else

@@ -113,17 +113,6 @@ __device__ __forceinline__ void fence_async_proxy() {
 #endif
 }
 
-/// Orders this thread's earlier memory accesses before later async-proxy accesses of the
-/// same bytes: its global stores before a bulk copy streaming the state the warp has just
-/// written, and its shared-memory accesses before bulk copies into the same shared memory
-/// (a second step on the warp's storage). Every lane calls it, then the lanes meet
-/// (`__syncwarp`, or a block barrier), then the next stream starts.
-__device__ __forceinline__ void fence_before_next_stream() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async;" ::: "memory");
-#endif
-}
-
 /// Asks for the 128-byte line at `p` to be brought into L2, with no register waiting on it:
 /// a later load of it waits an L2 hit, not a trip to memory.
 __device__ __forceinline__ void prefetch_l2(const void* p) {
