@@ -205,6 +205,92 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<regist
   step.fold_drafts(v.in, plan, snapshots);
 }
 
+/// Whether a small batch's decode steps of `Policy` run in tiles (`mamba2_tiles_kernel`): a
+/// state whose reads are of the checkpoint as stored, a window of an entry per lane.
+template <class Policy>
+inline constexpr bool steps_in_tiles = Policy::shared_state && Policy::window <= 32;
+
+/// The decode step of a small batch: block (h, b) runs head h of request b, warp w the w-th
+/// tile of its rows held in registers (`warp::detail::read_tile` or `fold_tile`, as the
+/// head's cursor plans it; a head of up to `tile_threads / 32` tiles), every
+/// load issued before the warp learns whether the request may step: a write-back step's warp
+/// checks the whole request itself (no cursor of it changes but its flush count), a replay
+/// step's reads the planner's verdict (the planner, launched before, runs beside it, and
+/// has read every cursor of the request before any block moves one). The cursor moves once
+/// every warp of the head is done. A small batch's step is as long as a warp's path, not as
+/// its bytes: the streamed kernels' warps set up a ring and stage the window in shared
+/// memory for rows that here are one tile's loads.
+template <class Policy, class Act>
+__global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2_params<Act> p) {
+  using config = warp::mamba2_warp_config<Policy>;
+  __shared__ float log_decays[tile_threads / 32][64];
+  const int32_t h = int32_t(blockIdx.x), b = int32_t(blockIdx.y), warp = int32_t(threadIdx.x / 32);
+  const int32_t lane = int32_t(threadIdx.x % 32);
+  const int32_t slot = request_slot(p, b);
+  if (slot < 0 || slot >= p.num_slots) {  // padding, or no state (the check reports it)
+    if (Policy::is_writeback && slot != p.pad_slot_id && threadIdx.x == 0) report(p, b, error_slot_out_of_range);
+    return;
+  }
+  const mamba2_head_views<Policy, Act> v(p, b, h, slot);
+  const mamba2_layer_shape shape = p.shape();
+  const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
+  const bool flushes = warp::role_of(plan) == warp::warp_role::flush;
+  auto gate = [&] {
+    if constexpr (Policy::is_writeback) {
+      const request_check r = warp_check_request<Policy, step_kind::decode>(p, b, lane);
+      if (lane == 0) report(p, b, r.errors);
+      return r.errors == step_ok;
+    } else {
+      return plan_after_planner(p, b) == (flushes ? request_plan::flush : request_plan::read);
+    }
+  };
+  if (plan.error != step_ok) {  // the window is not read: the cursor places none
+    if constexpr (Policy::is_writeback) gate();
+    return;
+  }
+  warp::store_outputs<Act> out{v.in};
+  const int32_t first = warp * config::template stage_rows<warp::warp_role::flush>(shape.state_dim);
+  bool stepped = true;  // the same on every warp of the block: one request
+  auto tile = [&](auto&& step) {  // the two roles' tiles apart: together their registers spilled
+    warp::with_unit_lanes<config::flush_stage, config::flush_unit>(shape.state_dim, lane, step);
+  };
+  if (Policy::is_writeback || flushes) {
+    tile([&](const auto& lanes) {
+      stepped = warp::detail::fold_tile(v.in, v.state, shape, plan, first, lanes, out, gate, log_decays[warp]);
+    });
+  } else if constexpr (!Policy::is_writeback) {
+    tile([&](const auto& lanes) {
+      stepped = warp::detail::read_tile(v.in, v.state, shape, plan, first, lanes, out, gate);
+    });
+  }
+  if (!stepped) return;
+  __syncthreads();
+  if (threadIdx.x == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, step_kind::decode);
+}
+
+/// Launches a small batch's decode step in tiles (`mamba2_tiles_kernel`; a replay step's
+/// after its planner) if a block holds a head's tiles and every block of the batch is
+/// resident on the device at once; `launched` says whether it did.
+template <class Policy, class Act>
+status launch_tiles(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream, bool& launched) {
+  const auto kernel = mamba2_tiles_kernel<Policy, Act>;
+  const int32_t tile_rows = warp::mamba2_warp_config<Policy>::template stage_rows<warp::warp_role::flush>(p.state_dim);
+  const int32_t warps = (p.head_dim + tile_rows - 1) / tile_rows;
+  int resident = 0;
+  if (warps <= tile_threads / 32)
+    if (status s = resident_blocks(kernel, d, warps * 32, resident); !s) return s;
+  launched = int64_t(p.batch) * p.heads <= int64_t(resident) * d.multiprocessors;
+  if (!launched) return {};
+  if constexpr (!Policy::is_writeback)
+    if (status s = plan_requests<Policy, step_kind::decode>(p, stream); !s) return s;
+  cudaLaunchConfig_t launch{};
+  launch.gridDim = dim3(p.heads, p.batch);
+  launch.blockDim = dim3(warps * 32);
+  launch.stream = stream;
+  return launch_waiting(kernel, launch, Policy::is_writeback ? launch_wait::all_before : launch_wait::overlapping, d,
+                        p);
+}
+
 /// Shared memory per warp of a launch of `Launch` in a step of `Tokens` tokens at most (a
 /// verify step's drafts): the read or the flush layout's, or the larger of the two where a
 /// warp takes either (a launch that steps each request as planned).
@@ -263,17 +349,22 @@ bool bulk_copies_fit(const mamba2_params<Act>& p, const device_limits& d) {
   return ok;
 }
 
-/// A step of `Kind` on the warp kernels with the copy engine `Engine` (validated params): the
-/// plans, then the flush and the read launches; a write-back step is one flush launch. A
-/// decode step's read launch runs beside its flush launch (they step different requests),
-/// so that the flushes of staggered windows cost the read step little; where every warp of
-/// the step fits on the device at once (a small batch), one launch reads or flushes each
-/// request as planned. A verify step's
+/// A step of `Kind` on the warp kernels with the copy engine `Engine` (validated params). A
+/// decode step of a small batch (every head's block resident at once) runs in tiles, one
+/// launch (`mamba2_tiles_kernel`), where the policy allows (`steps_in_tiles`). Otherwise: a
+/// write-back step is one flush launch; a replay step plans its requests, then its read
+/// launch runs beside its flush launch (they step different requests), so that the flushes
+/// of staggered windows cost the read step little, or, where every warp of the step fits on
+/// the device at once, one launch reads or flushes each request as planned. A verify step's
 /// flush launch flushes the committed entries of the requests whose drafts would not fit
 /// after them and forms those drafts' outputs from the new state, beside the read launch of
 /// the others (`verify_launches`, a kernel for up to 4 or up to 8 drafts).
 template <class Policy, warp::copy_engine Engine, step_kind Kind, class Act>
 status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+  if constexpr (Kind == step_kind::decode && steps_in_tiles<Policy>) {
+    bool tiles = false;
+    if (status s = launch_tiles<Policy>(p, d, stream, tiles); !s || tiles) return s;
+  }
   if constexpr (Policy::is_writeback) {
     return launch_warp_step<Policy, Engine, warp_launch::flush>(p, d, stream);
   } else if constexpr (Kind == step_kind::decode) {

@@ -615,12 +615,12 @@ __device__ void append_tokens(const warp_window<Layout, Act>& w, const entry_row
 /// its own: these feed outputs, which need FP32 accuracy, not the checkpoint's bits
 /// (replay/scalar_decay.hpp). Keys loaded before the stream and dotted after it stay live
 /// through the stream's loop, which then spills: an FP32 read step was 6% slower.
-template <int W, class Act>
+template <int W, class Act, int MaxGroup = 16>
 struct decode_weights {
   static constexpr int pow2_at_least(int n, int p = 1) { return p >= n ? p : pow2_at_least(n, 2 * p); }
   /// Entries whose keys a lane holds at once: a power of two whose dots reduce-scatter to a
-  /// sum per lane, 64 bytes of keys per lane at most.
-  static constexpr int group = pow2_at_least(W) < 16 ? pow2_at_least(W) : 16;
+  /// sum per lane, `MaxGroup` at most (a power of two up to 16).
+  static constexpr int group = pow2_at_least(W) < MaxGroup ? pow2_at_least(W) : MaxGroup;
   static constexpr int groups = (W + group - 1) / group;
   /// Entries per lane: lane l holds entries 32 k + 31 - l (`entry_of`), the window in reverse
   /// lane order, so that a prefix scan over the lanes sums the log decays after each entry.
@@ -685,6 +685,11 @@ struct decode_weights {
       after = math::add(after, chunk);
     }
     decay = math::exp(after);
+  }
+  /// Entry j's weight (j < 32), on every lane: every lane calls it.
+  __device__ float weight_of(int j) const {
+    static_assert(lane_entries == 1, "decode_weights::weight_of: a window of up to 32 entries");
+    return __shfl_sync(0xffffffffu, weight[0], 31 - j);
   }
   /// Stores the weights of entries below W at `to` and the decay at `decay_at`.
   __device__ void store(float* to, float* decay_at, int lane) const {
@@ -966,6 +971,179 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
   return true;
 }
 
+
+/// A small batch's tile of a head: a flush stage's rows from `first_row`, each lane its unit
+/// of columns of `Lanes::rows` rows (`unit_lanes`), held in registers for a whole step. The
+/// state's chunks and the token's C are loaded at once; rows past the head load the last
+/// row's and are never stored.
+template <class Format, class Act, class Lanes>
+struct state_tile_rows {
+  static constexpr int unit = Format::chunk_elems, lane_rows = Lanes::rows;
+  stored_chunk<Format> stored[lane_rows];
+  float c[unit];
+  int32_t first_row;
+
+  __device__ state_tile_rows(const state_head_view<Format>& view, const mamba2_head_inputs<Act>& in,
+                             mamba2_layer_shape s, int32_t first, const Lanes& lanes)
+      : first_row(first) {
+#pragma unroll
+    for (int i = 0; i < lane_rows; ++i)
+      stored[i] = view.fetch(int32_t(uint32_t(clamped(s, lanes, i) * s.state_dim + lanes.column()) / unit));
+    load_activations<unit>(in.C.at(0) + lanes.column(), c);
+  }
+  /// The head's row of the lane's i-th row.
+  __device__ int32_t row(const Lanes& lanes, int i) const { return first_row + lanes.row(i); }
+  /// That row, or the head's last where it lies past the head.
+  __device__ int32_t clamped(mamba2_layer_shape s, const Lanes& lanes, int i) const {
+    const int32_t r = row(lanes, i);
+    return r < s.head_dim ? r : s.head_dim - 1;
+  }
+  /// The lane's i-th row decoded.
+  __device__ void decode(int i, float (&v)[unit]) const { decode_operands<Format>(stored[i].data, stored[i].scales, v); }
+  /// Sums each row's `part` over its lanes and hands y (the token's skip and gate applied)
+  /// of the rows in the head to `out` (`store_outputs`), by the lane that owns the sum. The
+  /// token's x and z load here, their latency beside the sums' shuffles: held from the
+  /// start, their registers spilled a read tile's.
+  template <class Outputs>
+  __device__ void outputs(const mamba2_head_inputs<Act>& in, mamba2_layer_shape s, const Lanes& lanes,
+                          float (&part)[lane_rows], Outputs& out) const {
+    const bool gated = in.z.data != nullptr;
+    float x[lane_rows], z[lane_rows];
+#pragma unroll
+    for (int i = 0; i < lane_rows; ++i) {
+      x[i] = to_float(in.x.at(0)[clamped(s, lanes, i)]);
+      z[i] = gated ? to_float(in.z.at(0)[clamped(s, lanes, i)]) : 0.0f;
+    }
+    lanes.row_sums(part).for_each_owned(part, [&](int k, float sum) {
+      float xk = 0.0f, zk = 0.0f;  // x[k], z[k] by selects: k is a run-time index
+#pragma unroll
+      for (int i = 0; i < lane_rows; ++i) xk = i == k ? x[i] : xk, zk = i == k ? z[i] : zk;
+      if (row(lanes, k) < s.head_dim) out(0, row(lanes, k), mamba2::output(sum, 0.0f, in.D, xk, zk, gated));
+    });
+  }
+};
+
+/// A step that flushes one tile of a head (`state_tile_rows`) by one warp, the state in
+/// registers from its load to its store: a write-back step, or a replay step whose window
+/// fills (a shared-state policy's: the checkpoint is the state it reads). Every load is
+/// issued first, then `gate()` is asked (a false returns false with nothing written); the
+/// `plan.folded` entries fold in with scalar_decay.hpp's arithmetic in `flush_rows`' order
+/// (the coefficients from `log_decays`, 64 floats of the warp's shared memory), y from the
+/// new state, the rows stored. No stream and no staging: at a small batch a warp's path,
+/// not the bytes, sets the step's time.
+template <class Policy, class Act, class Lanes, class Outputs, class Gate>
+__device__ bool fold_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
+                          mamba2_layer_shape s, const step_plan& plan, int32_t first_row, const Lanes& lanes,
+                          Outputs& out, Gate& gate, float* log_decays) {
+  static_assert(Policy::shared_state && Policy::window <= 32, "fold_tile: a shared state, an entry per lane");
+  using format = typename Policy::checkpoint_format;
+  using tile_t = state_tile_rows<format, Act, Lanes>;
+  constexpr int unit = tile_t::unit, lane_rows = tile_t::lane_rows;
+  const int32_t F = plan.folded, lane = int32_t(threadIdx.x % 32);
+  const entry_rows<Policy, Act> entry{in, st, plan};
+  const tile_t tile(st.checkpoint, in, s, first_row, lanes);
+  const float step = lane < F ? entry.dt(lane) : 0.0f;  // lane j: entry j's step size
+  if (!gate()) return false;
+
+  float* steps = log_decays + 32;
+  if (lane < F) steps[lane] = step, log_decays[lane] = mamba2::log_decay(step, in.A);
+  __syncwarp();
+  const float coef = lane < F ? window_coefficient(log_decays, steps, lane, F) : 0.0f;
+  const float total = checkpoint_decay(log_decays, F);
+  float v[lane_rows][unit];
+#pragma unroll
+  for (int i = 0; i < lane_rows; ++i) {
+    tile.decode(i, v[i]);
+#pragma unroll
+    for (int e = 0; e < unit; ++e) v[i][e] = decayed_checkpoint(total, v[i][e]);
+  }
+#pragma unroll 2
+  for (int32_t j = 0; j < F && j < Policy::window; ++j) {
+    const float coef_j = __shfl_sync(0xffffffffu, coef, j);
+    float b[unit];
+    load_activations<unit>(entry.B(j) + lanes.column(), b);
+#pragma unroll
+    for (int i = 0; i < lane_rows; ++i) {
+      const float weighted = weighted_value(coef_j, to_float(entry.x(j)[tile.clamped(s, lanes, i)]));
+#pragma unroll
+      for (int e = 0; e < unit; ++e) v[i][e] = fold_entry(v[i][e], weighted, b[e]);
+    }
+  }
+  random_stream_key key = st.key;
+  key.flush_index = plan.flush_count;
+  float part[lane_rows];
+#pragma unroll
+  for (int i = 0; i < lane_rows; ++i) {
+    part[i] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < unit; ++e) part[i] = math::fma(v[i][e], tile.c[e], part[i]);
+    const int32_t row = tile.row(lanes, i);
+    if (row < s.head_dim)
+      store_row<typename Policy::rounding, kept_values::formed>(
+          st.checkpoint, int32_t(uint32_t(row * s.state_dim + lanes.column()) / unit), v[i], key);
+  }
+  tile.outputs(in, s, lanes, part, out);
+  return true;
+}
+
+/// A replay step that reads one tile of a head (`state_tile_rows`) by one warp: the window's
+/// weights formed from registers (`decode_weights`), then y from the tile and the window,
+/// and the token appended (x of the tile's rows; B and its step size by the warp of the
+/// head's first rows). Every load is issued before `gate()` is asked (a false returns false
+/// with nothing written). A row group's lanes take the window's entries in turn (position
+/// q entries q, q + group, ...), each adding its entries' weighted x to its rows' partial
+/// sums, so that one reduction sums the state term and the window term of each row.
+template <class Policy, class Act, class Lanes, class Outputs, class Gate>
+__device__ bool read_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
+                          mamba2_layer_shape s, const step_plan& plan, int32_t first_row, const Lanes& lanes,
+                          Outputs& out, Gate& gate) {
+  static_assert(Policy::shared_state && Policy::window <= 32, "read_tile: a shared state, an entry per lane");
+  using format = typename Policy::checkpoint_format;
+  using tile_t = state_tile_rows<format, Act, Lanes>;
+  constexpr int unit = tile_t::unit, lane_rows = tile_t::lane_rows;
+  const int32_t L = plan.length, lane = int32_t(threadIdx.x % 32), group = lanes.units_per_row();
+  const entry_rows<Policy, Act> entry{in, st, plan};
+  const tile_t tile(st.checkpoint, in, s, first_row, lanes);
+  const decode_weights<Policy::window, Act, 4> weights(entry, s.state_dim, lane);  // more keys at once spilled
+  if (!gate()) return false;
+
+  float part[lane_rows];
+#pragma unroll
+  for (int i = 0; i < lane_rows; ++i) {
+    float v[unit];
+    tile.decode(i, v);
+    part[i] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < unit; ++e) part[i] = math::fma(v[e], tile.c[e], part[i]);
+    part[i] = math::mul(part[i], weights.decay);
+  }
+  for (int32_t first = 0; first <= L; first += group) {  // the same trips on every lane
+    const int32_t j = first + lanes.first_unit;
+    const float weight = weights.weight_of(j < 32 ? j : 31);
+    if (j > L) continue;
+    const Act* x = entry.x(j);
+#pragma unroll
+    for (int i = 0; i < lane_rows; ++i) part[i] = math::fma(weight, to_float(x[tile.clamped(s, lanes, i)]), part[i]);
+  }
+  tile.outputs(in, s, lanes, part, out);
+
+  const int32_t ring = plan.ring_slot(L);
+  if (lanes.first_unit == 0) {
+    Act* x = st.window_x + ring * st.window_x_stride;
+#pragma unroll
+    for (int i = 0; i < lane_rows; ++i)
+      if (tile.row(lanes, i) < s.head_dim) x[tile.row(lanes, i)] = in.x.at(0)[tile.row(lanes, i)];
+  }
+  if (first_row == 0 && lanes.row(0) == 0) {
+    if (st.appends_key) {
+      Act* B = st.window_B + ring * st.window_B_stride;
+#pragma unroll
+      for (int e = 0; e < unit; ++e) B[lanes.column() + e] = in.B.at(0)[lanes.column() + e];
+    }
+    if (lane == 0) st.window_dt[ring * st.window_dt_stride] = weights.token_step;
+  }
+  return true;
+}
 }  // namespace detail
 
 /// One warp's Mamba-2 step on rows of one head (all of them by default), a warp primitive in

@@ -309,6 +309,19 @@ status prepare_warp_kernel(Kernel kernel, const device_limits& d, uint32_t warp_
   return {};
 }
 
+/// Blocks of `threads` threads (no dynamic shared memory) of `kernel` resident per SM, asked
+/// once per (kernel, device, threads).
+template <class Kernel>
+status resident_blocks(Kernel kernel, const device_limits& d, int threads, int& blocks) {
+  static query_cache<std::tuple<const void*, int, int>, int> known;
+  return known.get({reinterpret_cast<const void*>(kernel), d.device, threads}, blocks, [&](int& n) {
+    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, 0);
+        e != cudaSuccess)
+      return cuda_error("asking the kernel's occupancy", e);
+    return status{};
+  });
+}
+
 /// Whether every warp of a launch of `kernel` (`warp_bytes` of shared memory per warp) over
 /// every (request, head) of `p` is resident on the device at once, in the geometry the
 /// launch takes (`prepare_warp_kernel`): a small batch.
@@ -353,6 +366,23 @@ inline int32_t planned_rows(int32_t batch, int32_t share, const warp_geometry& g
   return int32_t(std::min<int64_t>(rows, batch));
 }
 
+/// Launches `kernel(args...)` in `config`, waiting for what `wait` says (`launch_wait`).
+template <class Kernel, class... Args>
+status launch_waiting(Kernel kernel, cudaLaunchConfig_t config, launch_wait wait, const device_limits& d,
+                      const Args&... args) {
+  bool early = false;
+  if (wait == launch_wait::overlapping)
+    if (status s = kernel_waits_for_plans(kernel, d, early); !s) return s;
+  cudaLaunchAttribute overlap{};
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &overlap;
+  config.numAttrs = early ? 1 : 0;
+  if (const cudaError_t e = cudaLaunchKernelEx(&config, kernel, args...); e != cudaSuccess)
+    return cuda_error("launch failed", e);
+  return {};
+}
+
 /// Launches a warp kernel (taking the params, `warp_bytes` and the parts of a head) over every
 /// (request, head) of `p` (over `planned_rows` of requests with `planned_share` > 1),
 /// `warp_bytes` of shared memory per warp. Warps per block, and warps per head up to
@@ -372,17 +402,7 @@ status launch_warp_kernel(Kernel kernel, uint32_t warp_bytes, const Params& p, c
   config.blockDim = dim3(g.warps_per_block * 32);
   config.dynamicSmemBytes = size_t(g.warps_per_block) * warp_bytes;
   config.stream = stream;
-  bool early = false;
-  if (wait == launch_wait::overlapping)
-    if (status s = kernel_waits_for_plans(kernel, d, early); !s) return s;
-  cudaLaunchAttribute overlap{};
-  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &overlap;
-  config.numAttrs = early ? 1 : 0;
-  if (const cudaError_t e = cudaLaunchKernelEx(&config, kernel, p, warp_bytes, g.parts); e != cudaSuccess)
-    return cuda_error("launch failed", e);
-  return {};
+  return launch_waiting(kernel, config, wait, d, p, warp_bytes, g.parts);
 }
 
 /// Launches `kernel` over (heads, batch) blocks with `smem` bytes of dynamic shared memory,

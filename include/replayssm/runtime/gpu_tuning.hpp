@@ -34,6 +34,10 @@ inline constexpr int mamba2_blocks_per_sm = Policy::is_writeback || Kind == step
 /// sets how finely the block scheduler balances the heads.
 inline constexpr int warp_step_threads = 128;
 
+/// Threads per block of a small batch's decode step in tiles at most: a head of up to 16
+/// tiles, a warp each, within 128 registers per thread.
+inline constexpr int tile_threads = 512;
+
 /// The registers per thread a warp kernel's launch bounds allow, as blocks of
 /// `warp_step_threads` per SM (`warp_step_min_blocks`).
 enum class register_cap : uint8_t {

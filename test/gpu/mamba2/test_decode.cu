@@ -25,7 +25,8 @@ TEST_CASE("gpu mamba2 replay matches the reference at a batch of many blocks", "
 
 TEST_CASE("gpu mamba2 replay matches the reference at a batch beyond one launch", "[gpu][mamba2][decode]") {
   // 240 requests x 16 heads: more warps than the device holds at once, so that a step runs
-  // its flush and read launches side by side (the batches above take one launch).
+  // its flush and read launches side by side (the batches above take one launch), and more
+  // heads than the write-back tiles hold at once, so that write-back streams its rows.
   gpu_mamba2_scenario<replay_policy<8, fp32_format>, float>({{16, 16, 32, 2}, 240, 301, true, true, 18}, 4, true);
 }
 
