@@ -1043,6 +1043,13 @@ __device__ bool fold_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_s
   const entry_rows<Policy, Act> entry{in, st, plan};
   const tile_t tile(st.checkpoint, in, s, first_row, lanes);
   const float step = lane < F ? entry.dt(lane) : 0.0f;  // lane j: entry j's step size
+  float b[unit], x[lane_rows];  // the entry being folded: its key columns, its x of the lane's rows
+  auto load_entry = [&](int32_t j) {
+    load_activations<unit>(entry.B(j) + lanes.column(), b);
+#pragma unroll
+    for (int i = 0; i < lane_rows; ++i) x[i] = to_float(entry.x(j)[tile.clamped(s, lanes, i)]);
+  };
+  load_entry(0);  // before the gate too: a write-back step's one entry
   if (!gate()) return false;
 
   float* steps = log_decays + 32;
@@ -1060,11 +1067,10 @@ __device__ bool fold_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_s
 #pragma unroll 2
   for (int32_t j = 0; j < F && j < Policy::window; ++j) {
     const float coef_j = __shfl_sync(0xffffffffu, coef, j);
-    float b[unit];
-    load_activations<unit>(entry.B(j) + lanes.column(), b);
+    if (j > 0) load_entry(j);
 #pragma unroll
     for (int i = 0; i < lane_rows; ++i) {
-      const float weighted = weighted_value(coef_j, to_float(entry.x(j)[tile.clamped(s, lanes, i)]));
+      const float weighted = weighted_value(coef_j, x[i]);
 #pragma unroll
       for (int e = 0; e < unit; ++e) v[i][e] = fold_entry(v[i][e], weighted, b[e]);
     }
