@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<gdn_wa
   const bool streams_early =
       Policy::is_writeback && at.h < p.heads && slot != p.pad_slot_id && slot >= 0 && slot < p.num_slots;
   if (!streams_early) {
-    detail::wait_for_plans();
+    detail::wait_for_previous_launch();
     if (at.h >= p.heads) return;
     const request_plan planned = p.request_plans[at.b];
     if (Kind == step_kind::verify && !flushes ? planned == request_plan::skip
@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<gdn_wa
   // The stream starts before the cursor is read: its latency hides behind the state's.
   auto stream = warp::start_gdn_stream<Role, Engine>(v.state, shape, smem, at.lane, rows);
   if (streams_early) {
-    detail::wait_for_plans();
+    detail::wait_for_previous_launch();
     if (p.request_plans[at.b] != request_plan::flush) return stream.drain();
   }
   const step_plan plan = plan_step<Kind>(v.state, Kind == step_kind::decode ? 1 : v.in.tokens);

@@ -219,13 +219,19 @@ inline constexpr bool steps_in_tiles = Policy::shared_state && Policy::window <=
 /// has read every cursor of the request before any block moves one). The cursor moves once
 /// every warp of the head is done. A small batch's step is as long as a warp's path, not as
 /// its bytes: the streamed kernels' warps set up a ring and stage the window in shared
-/// memory for rows that here are one tile's loads.
+/// memory for rows that here are one tile's loads; so it is launched overlapping the launch
+/// before it (a write-back step's blocks wait for that launch's end before their first load,
+/// a replay step's planner has waited for it) and lets the launch after it start at once.
 template <class Policy, class Act>
 __global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2_params<Act> p) {
   using config = warp::mamba2_warp_config<Policy>;
   __shared__ float log_decays[tile_threads / 32][64];
   const int32_t h = int32_t(blockIdx.x), b = int32_t(blockIdx.y), warp = int32_t(threadIdx.x / 32);
   const int32_t lane = int32_t(threadIdx.x % 32);
+  if constexpr (Policy::is_writeback) {  // launched overlapping the launch before: it may write any input
+    detail::wait_for_previous_launch();
+    detail::allow_next_launch();
+  }
   const int32_t slot = request_slot(p, b);
   if (slot < 0 || slot >= p.num_slots) {  // padding, or no state (the check reports it)
     if (Policy::is_writeback && slot != p.pad_slot_id && threadIdx.x == 0) report(p, b, error_slot_out_of_range);
@@ -269,8 +275,8 @@ __global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2
 }
 
 /// Launches a small batch's decode step in tiles (`mamba2_tiles_kernel`; a replay step's
-/// after its planner) if a block holds a head's tiles and every block of the batch is
-/// resident on the device at once; `launched` says whether it did.
+/// after its planner), overlapping the launch before it, if a block holds a head's tiles and
+/// every block of the batch is resident on the device at once; `launched` says whether it did.
 template <class Policy, class Act>
 status launch_tiles(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream, bool& launched) {
   const auto kernel = mamba2_tiles_kernel<Policy, Act>;
@@ -287,8 +293,7 @@ status launch_tiles(const mamba2_params<Act>& p, const device_limits& d, cudaStr
   launch.gridDim = dim3(p.heads, p.batch);
   launch.blockDim = dim3(warps * 32);
   launch.stream = stream;
-  return launch_waiting(kernel, launch, Policy::is_writeback ? launch_wait::all_before : launch_wait::overlapping, d,
-                        p);
+  return launch_waiting(kernel, launch, launch_wait::overlapping, d, p);
 }
 
 /// Shared memory per warp of a launch of `Launch` in a step of `Tokens` tokens at most (a

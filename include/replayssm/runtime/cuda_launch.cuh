@@ -53,20 +53,21 @@ __device__ __forceinline__ void run_request_head(const Params& p, HeadStep&& hea
 }
 
 /// Lets the launch after this one start before this one ends (programmatic dependent launch,
-/// sm_90+; `plan_requests_kernel` calls it first): that launch's blocks become resident and
-/// run up to `wait_for_plans` while this one works.
+/// sm_90+; `plan_requests_kernel` calls it once it has waited): that launch's blocks become
+/// resident and run up to `wait_for_previous_launch` while this one works.
 __device__ __forceinline__ void allow_next_launch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  cudaTriggerProgrammaticLaunchCompletion();
 #endif
 }
 
 /// Waits until the launch before this one has ended and its writes are visible (the plans,
-/// after the planner): call it before reading anything that launch writes in a kernel
-/// launched `overlapping`. Otherwise, and before sm_90, it returns at once.
-__device__ __forceinline__ void wait_for_plans() {
+/// after the planner; the states, after the step before): call it before reading anything
+/// that launch writes in a kernel launched `overlapping`. Otherwise, and before sm_90, it
+/// returns at once.
+__device__ __forceinline__ void wait_for_previous_launch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  cudaGridDependencySynchronize();
 #endif
 }
 
@@ -75,7 +76,7 @@ __device__ __forceinline__ void wait_for_plans() {
 /// the plans complete (`plan_beside_previous`).
 template <class Params>
 __device__ __forceinline__ request_plan plan_after_planner(const Params& p, int32_t b) {
-  wait_for_plans();
+  wait_for_previous_launch();
   const request_plan plan = p.request_plans[b];
   allow_next_launch();
   return plan;
@@ -88,7 +89,7 @@ __device__ __forceinline__ request_plan plan_after_planner(const Params& p, int3
 /// that this one ends after it and the launches after both see what both wrote.
 template <class Params>
 __device__ __forceinline__ request_plan plan_beside_previous(const Params& p, int32_t b) {
-  if (blockIdx.x == 0 && blockIdx.y == 0) wait_for_plans();
+  if (blockIdx.x == 0 && blockIdx.y == 0) wait_for_previous_launch();
   return request_plan(__ldcg(reinterpret_cast<const int32_t*>(p.request_plans + b)));
 }
 
@@ -139,18 +140,19 @@ __device__ int32_t next_planned(const Params& p, request_plan wanted, planned_sc
 /// requests planned otherwise were scheduled only to return.
 template <class Params, class Step>
 __device__ void for_each_planned(const Params& p, request_plan wanted, int32_t lane, Step&& step) {
-  wait_for_plans();
+  wait_for_previous_launch();
   allow_next_launch();
   planned_scan s{0, int32_t(blockIdx.y)};
   for (int32_t b; (b = next_planned(p, wanted, s, int32_t(gridDim.y), lane)) >= 0;) step(b);
 }
 
-/// What a warp launch waits for: every launch before it (`all_before`, a plain launch), or
-/// (`overlapping`) only what the kernel itself waits for (`wait_for_plans`): its blocks
-/// become resident while the launch before it runs, once each of that launch's blocks has
-/// let it (`allow_next_launch`, or its end), on sm_90+ (`kernel_waits_for_plans`). Right
-/// after the planner, a write-back step's streams start before its plans are read; a replay
-/// decode step's read launch runs beside its flush launch.
+/// What a launch waits for: every launch before it (`all_before`, a plain launch), or
+/// (`overlapping`) only what the kernel itself waits for (`wait_for_previous_launch`): its
+/// blocks become resident while the launch before it runs, once each of that launch's blocks
+/// has let it (`allow_next_launch`, or its end), on sm_90+
+/// (`kernel_waits_for_previous_launch`). The planner and a small batch's step start while
+/// the launch before them ends; right after the planner, a step's streams start before its
+/// plans are read; a replay decode step's read launch runs beside its flush launch.
 enum class launch_wait { all_before, overlapping };
 
 /// Which requests a step's launch steps: those planned to read, those planned to flush, or
@@ -335,11 +337,11 @@ status warps_fit_at_once(Kernel kernel, uint32_t warp_bytes, const Params& p, co
 }
 
 /// Whether `kernel` was compiled for a virtual architecture of sm_90 or later on the current
-/// device `d`, so that its `wait_for_plans` waits: only then may a launch after the planner
-/// start early (a kernel compiled for compute_80 and run on an H200 would read the plans
-/// unwaited). Asked once per (kernel, device).
+/// device `d`, so that its `wait_for_previous_launch` waits: only then may its launch start
+/// early (a kernel compiled for compute_80 and run on an H200 would read what the launch
+/// before writes unwaited). Asked once per (kernel, device).
 template <class Kernel>
-status kernel_waits_for_plans(Kernel kernel, const device_limits& d, bool& waits) {
+status kernel_waits_for_previous_launch(Kernel kernel, const device_limits& d, bool& waits) {
   static query_cache<std::pair<const void*, int>, bool> known;
   return known.get({reinterpret_cast<const void*>(kernel), d.device}, waits, [&](bool& w) {
     cudaFuncAttributes a{};
@@ -372,7 +374,7 @@ status launch_waiting(Kernel kernel, cudaLaunchConfig_t config, launch_wait wait
                       const Args&... args) {
   bool early = false;
   if (wait == launch_wait::overlapping)
-    if (status s = kernel_waits_for_plans(kernel, d, early); !s) return s;
+    if (status s = kernel_waits_for_previous_launch(kernel, d, early); !s) return s;
   cudaLaunchAttribute overlap{};
   overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   overlap.val.programmaticStreamSerializationAllowed = 1;
@@ -438,14 +440,19 @@ status check_request_plans(const Params& p) {
   return {};
 }
 
-/// Launches a one-dimensional kernel over `count` threads.
+/// Launches a one-dimensional kernel over `count` threads, waiting for what `wait` says.
 template <class Kernel, class... Args>
-status launch_threads(Kernel kernel, int64_t count, cudaStream_t stream, const Args&... args) {
+status launch_threads(Kernel kernel, int64_t count, cudaStream_t stream, launch_wait wait, const Args&... args) {
   if (count == 0) return {};
+  device_limits d;
+  if (wait == launch_wait::overlapping)
+    if (status s = query_device(d); !s) return s;
   constexpr int threads = 256;
-  kernel<<<unsigned((count + threads - 1) / threads), threads, 0, stream>>>(args...);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_error("launch failed", e);
-  return {};
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned((count + threads - 1) / threads));
+  config.blockDim = dim3(threads);
+  config.stream = stream;
+  return launch_waiting(kernel, config, wait, d, args...);
 }
 
 }  // namespace detail
@@ -471,6 +478,9 @@ __device__ request_check warp_check_request(const Params& p, int32_t b, int32_t 
 /// is stepped.
 template <class Policy, step_kind Kind, class Params>
 __global__ void plan_requests_kernel(const Params p) {
+  // The launch after the planner starts its streams before it reads the plans: it may start
+  // only once the step before has ended.
+  detail::wait_for_previous_launch();
   detail::allow_next_launch();
   const int32_t b = int32_t((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = int32_t(threadIdx.x % 32);
   if (b >= p.batch) return;
@@ -481,11 +491,13 @@ __global__ void plan_requests_kernel(const Params p) {
   detail::report(p, b, r.errors);
 }
 
-/// Checks the request plans and launches `plan_requests_kernel` over every request of `p`.
+/// Checks the request plans and launches `plan_requests_kernel` over every request of `p`,
+/// overlapping the launch before it.
 template <class Policy, step_kind Kind, class Params>
 status plan_requests(const Params& p, cudaStream_t stream) {
   if (status s = check_request_plans(p); !s) return s;
-  return launch_threads(plan_requests_kernel<Policy, Kind, Params>, int64_t(p.batch) * 32, stream, p);
+  return launch_threads(plan_requests_kernel<Policy, Kind, Params>, int64_t(p.batch) * 32, stream,
+                        launch_wait::overlapping, p);
 }
 
 /// Commits the accepted drafts of every request, all of its heads or none: one warp each,
@@ -519,7 +531,8 @@ __global__ void snapshot_commit_kernel(const Params p, int32_t* slot_indices, in
 template <class Params>
 [[nodiscard]] status commit_drafts(const Params& p, cudaStream_t stream = nullptr) {
   if (status s = validate_commit(p, /*host_memory=*/false); !s) return s;
-  return detail::launch_threads(detail::commit_drafts_kernel<Params>, int64_t(p.batch) * 32, stream, p);
+  return detail::launch_threads(detail::commit_drafts_kernel<Params>, int64_t(p.batch) * 32, stream,
+                                detail::launch_wait::all_before, p);
 }
 
 /// The conventional commit: request b's slot becomes the snapshot slot of its last accepted
@@ -528,8 +541,8 @@ template <class Params>
 [[nodiscard]] status snapshot_commit(const Params& p, int32_t* slot_indices, int32_t* snapshot_slots,
                                      cudaStream_t stream = nullptr) {
   if (status s = validate_snapshot_commit(p, slot_indices, snapshot_slots, /*host_memory=*/false); !s) return s;
-  return detail::launch_threads(detail::snapshot_commit_kernel<Params>, p.batch, stream, p, slot_indices,
-                                snapshot_slots);
+  return detail::launch_threads(detail::snapshot_commit_kernel<Params>, p.batch, stream,
+                                detail::launch_wait::all_before, p, slot_indices, snapshot_slots);
 }
 
 /// Reads and clears a device report (synchronizes `stream`); an error status names the
