@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file async_copy.cuh
 /// The device's asynchronous copies from global to shared memory that a warp's streams
-/// are built on: bulk copies completing on an mbarrier (sm_90+), and per-lane 16-byte
-/// copies (sm_80+) with a plain-load fallback below that. Device code only. Not libcu++'s
-/// `cuda::barrier` and `memcpy_async_tx`: its global `cuda` namespace makes every user's
-/// `using namespace replayssm; cuda::decode_step(...)` ambiguous (tried: the
-/// library's own benchmark stopped compiling), so the instructions are written here.
+/// are built on: bulk copies completing on an mbarrier (sm_90+), through libcu++'s PTX
+/// wrappers (`cuda::ptx`), and per-lane 16-byte copies (sm_80+) with a plain-load fallback
+/// below that. Device code only. The ring's barriers are plain 64-bit mbarriers in the
+/// warp's temp storage rather than `cuda::barrier` objects, whose size a host-side
+/// `temp_storage_bytes` would have to match.
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <cuda/ptx>
 
 #include <cstdint>
 
@@ -32,16 +34,17 @@ __device__ __forceinline__ uint32_t shared_address(const void* p) {
 /// Initializes an mbarrier that one arrival (with its byte count) completes per phase.
 __device__ __forceinline__ void barrier_init(uint64_t* barrier) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(barrier)));
+  ::cuda::ptx::mbarrier_init(barrier, 1);
   // Makes the initialized barrier visible to the async proxy that completes it.
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
 #else
   (void)barrier;
 #endif
 }
 
 /// Invalidates an mbarrier whose phases have all completed, so that its memory may be
-/// initialized again (a ring started again in the same shared memory).
+/// initialized again (a ring started again in the same shared memory). (`cuda::ptx` has no
+/// `mbarrier.inval`.)
 __device__ __forceinline__ void barrier_inval(uint64_t* barrier) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(shared_address(barrier)) : "memory");
@@ -50,17 +53,22 @@ __device__ __forceinline__ void barrier_inval(uint64_t* barrier) {
 #endif
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/// Arrives on `barrier` (one lane), expecting `bytes` more to land on it in this phase.
+__device__ __forceinline__ void arrive_expecting(uint64_t* barrier, uint32_t bytes) {
+  // CTA scope: the form that discards the state is cluster-scoped, and its release fenced
+  // the whole GPU's memory before every arrival. The state returned is not needed.
+  (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
+                                               ::cuda::ptx::space_shared, barrier, bytes);
+}
+#endif
+
 /// Issued by one lane: copies `bytes` (a multiple of 16, both ends 16-byte aligned) from
 /// global `from` to shared `to` and arms `barrier` to complete when they have landed.
 __device__ __forceinline__ void bulk_copy(void* to, const void* from, uint32_t bytes, uint64_t* barrier) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(barrier)), "r"(bytes)
-               : "memory");
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-          shared_address(to)),
-      "l"(from), "r"(bytes), "r"(shared_address(barrier))
-      : "memory");
+  arrive_expecting(barrier, bytes);
+  ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, to, from, bytes, barrier);
 #else
   (void)to, (void)from, (void)bytes, (void)barrier;
 #endif
@@ -70,19 +78,9 @@ __device__ __forceinline__ void bulk_copy(void* to, const void* from, uint32_t b
 __device__ __forceinline__ void bulk_copy_pair(void* to0, const void* from0, uint32_t bytes0, void* to1,
                                                const void* from1, uint32_t bytes1, uint64_t* barrier) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(barrier)),
-               "r"(bytes0 + bytes1)
-               : "memory");
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-          shared_address(to0)),
-      "l"(from0), "r"(bytes0), "r"(shared_address(barrier))
-      : "memory");
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-          shared_address(to1)),
-      "l"(from1), "r"(bytes1), "r"(shared_address(barrier))
-      : "memory");
+  arrive_expecting(barrier, bytes0 + bytes1);
+  ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, to0, from0, bytes0, barrier);
+  ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, to1, from1, bytes1, barrier);
 #else
   (void)to0, (void)from0, (void)bytes0, (void)to1, (void)from1, (void)bytes1, (void)barrier;
 #endif
@@ -91,15 +89,8 @@ __device__ __forceinline__ void bulk_copy_pair(void* to0, const void* from0, uin
 /// Waits until `barrier` has completed the phase of parity `parity`.
 __device__ __forceinline__ void barrier_wait(uint64_t* barrier, uint32_t parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "wait:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait;\n"
-      "}" ::"r"(shared_address(barrier)),
-      "r"(parity)
-      : "memory");
+  while (!::cuda::ptx::mbarrier_try_wait_parity(barrier, parity)) {
+  }
 #else
   (void)barrier, (void)parity;
 #endif
@@ -109,7 +100,7 @@ __device__ __forceinline__ void barrier_wait(uint64_t* barrier, uint32_t parity)
 /// the same bytes (a bulk copy refilling a stage the warp has just read).
 __device__ __forceinline__ void fence_async_proxy() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
 #endif
 }
 
