@@ -111,7 +111,9 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-/// One 16-byte `cp.async` from global `from` to shared `to` (both 16-byte aligned).
+/// One 16-byte `cp.async` from global `from` to shared `to` (both 16-byte aligned). (Written
+/// here: `cuda::ptx` has only the bulk form; libcu++'s `cuda::memcpy_async`, with a pipeline
+/// object per warp, has not been measured against it.)
 __device__ __forceinline__ void cp_async16(void* to, const void* from) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(to)), "l"(from) : "memory");
 }
