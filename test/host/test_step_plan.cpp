@@ -55,3 +55,16 @@ TEST_CASE("a decode step's flush folds its token or leaves it open to start the 
   CHECK(flush_tokens<true>(2, 12) == std::vector<int>{2, 6, 10});
   CHECK(flush_tokens<false>(2, 12) == std::vector<int>{2, 5, 8, 11});
 }
+
+TEST_CASE("a write-back cursor holding window entries is one no step leaves", "[replay][plan]") {
+  // A write-back state keeps no window: its step's only entry is its token.
+  using writeback = writeback_policy<fp32_format>;
+  for (int32_t length : {0, 1}) {
+    const replay_cursor cursor{length, 3u, 0, 0};
+    const cursor_probe<writeback, true> probe{&cursor, 0, writeback::window};
+    const step_plan plan = plan_step<step_kind::decode>(probe, 1);
+    INFO("length " << length);
+    CHECK(plan.error == (length == 0 ? uint32_t(step_ok) : uint32_t(error_cursor_out_of_range)));
+    if (length == 0) CHECK((plan.writes_checkpoint && plan.folded == 1 && plan.flush_count == 3u));
+  }
+}

@@ -66,7 +66,10 @@ REPLAYSSM_HOST_DEVICE step_plan plan_step(const State& st, int32_t tokens) {
   if (tokens < 1 || tokens > max_draft_tokens || tokens > Policy::window || (one_token && tokens != 1))
     return plan.error = error_tokens_out_of_range, plan;
   const int32_t capacity = c.flush_count == 0 ? Policy::window - st.phase : Policy::window;
-  if (c.length < 0 || c.length > capacity || c.start < 0 || c.start >= (st.window_entries > 0 ? st.window_entries : 1))
+  // A write-back state keeps no window (its step's entries are its tokens): no step leaves
+  // its cursor holding entries.
+  const int32_t most = Policy::is_writeback ? 0 : capacity;
+  if (c.length < 0 || c.length > most || c.start < 0 || c.start >= (st.window_entries > 0 ? st.window_entries : 1))
     return plan.error = error_cursor_out_of_range, plan;
   if constexpr (one_token) {
     plan.writes_checkpoint = c.length + 1 >= capacity;

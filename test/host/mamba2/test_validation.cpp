@@ -16,16 +16,17 @@ using policy = replay_policy<8, fp32_format>;
 
 /// A valid problem (H=4, P=16, N=32, G=2, batch 2 on slots {2, 0}, float activations,
 /// `tokens` per request) whose params each section then breaks in one way.
-struct fixture {
+template <class Policy>
+struct fixture_of {
   mamba2_case c;
   std::mt19937_64 rng;
   mamba2_inputs_host<float> in;
-  mamba2_host_state<policy, float> state;
+  mamba2_host_state<Policy, float> state;
   std::vector<float> y;
   std::vector<int32_t> slots{2, 0};
   mamba2_params<float> p;
 
-  explicit fixture(int tokens = 1, uint64_t seed = 5)
+  explicit fixture_of(int tokens = 1, uint64_t seed = 5)
       : c{{4, 16, 32, 2}, 2, 3, true, true, seed},
         rng(seed),
         in(c, rng, tokens),
@@ -40,11 +41,12 @@ struct fixture {
   }
   /// The error message of a CPU step on the (broken) params.
   std::string error() {
-    const status s = cpu::decode_step<policy>(p);
+    const status s = cpu::decode_step<Policy>(p);
     REQUIRE_FALSE(s.ok());
     return s.message();
   }
 };
+using fixture = fixture_of<policy>;
 
 /// A valid verify round of 4 and 2 drafts, 3 and 2 of them accepted.
 struct spec_fixture : fixture {
@@ -198,6 +200,18 @@ TEST_CASE("mamba2: a shared slot or one bad cursor steps nothing", "[mamba2][val
     CHECK_THAT(message, contains_text("request 1 (slot 0)"));
     CHECK_THAT(message, contains_text("the cursors of its heads disagree"));
   }
+}
+
+TEST_CASE("mamba2: a write-back cursor holding a window entry steps nothing", "[mamba2][validation]") {
+  // A write-back state keeps no window: a cursor that holds an entry is one no step leaves,
+  // and stepping it would read a window that does not exist.
+  fixture_of<writeback_policy<fp32_format>> f;
+  f.state.cursors[1].length = 1;  // slot 0 (request 1), head 1
+  const std::vector<uint8_t> before = f.state.bytes();
+  const std::vector<float> y_before = f.y;
+  CHECK_THAT(f.error(), contains_text("request 1 (slot 0, head 1): a window cursor held a length or ring start"));
+  CHECK(f.state.bytes() == before);
+  CHECK(f.y == y_before);
 }
 
 TEST_CASE("mamba2: pad rows are skipped and their slots untouched", "[mamba2][validation]") {
