@@ -40,8 +40,8 @@ struct serial_for {
 };
 
 /// A `ParallelFor` over `threads` threads started for the call (the calling thread is one of
-/// them; item i runs on thread i % threads). Starting threads costs tens of microseconds a
-/// step: an engine with a thread pool passes its pool's loop instead.
+/// them; item i runs on thread i % threads). It starts its threads at every step: an engine
+/// with a thread pool passes its pool's loop instead.
 struct thread_for {
   int threads = 1;
   template <class Body>

@@ -460,8 +460,8 @@ status launch_threads(Kernel kernel, int64_t count, cudaStream_t stream, launch_
 namespace detail {
 
 /// What `check_request` finds for request `b`, worked out by one warp (every lane calls it,
-/// every lane receives it): the lanes split the other requests' slots and the heads. (One
-/// thread per request, looping over the heads, took tens of microseconds at batch 256.)
+/// every lane receives it): the lanes split the other requests' slots and the heads, so that
+/// a request's check is as long as a lane's share, not as its heads.
 template <class Policy, step_kind Kind, class Params>
 __device__ request_check warp_check_request(const Params& p, int32_t b, int32_t lane) {
   request_share share = check_request_share<Policy, Kind>(p, b, lane, 32);
