@@ -1002,23 +1002,24 @@ struct state_tile_rows {
   __device__ void decode(int i, float (&v)[unit]) const { decode_operands<Format>(stored[i].data, stored[i].scales, v); }
   /// Sums each row's `part` over its lanes and hands y (the token's skip and gate applied)
   /// of the rows in the head to `out` (`store_outputs`), by the lane that owns the sum. The
-  /// token's x and z load here, their latency beside the sums' shuffles: held from the
-  /// start, their registers spilled a read tile's.
+  /// token's x and z of the rows whose sums the lane will hold (`row_share`) load here,
+  /// their latency beside the sums' shuffles: held from the start, their registers spilled
+  /// a read tile's.
   template <class Outputs>
   __device__ void outputs(const mamba2_head_inputs<Act>& in, mamba2_layer_shape s, const Lanes& lanes,
                           float (&part)[lane_rows], Outputs& out) const {
     const bool gated = in.z.data != nullptr;
-    float x[lane_rows], z[lane_rows];
+    const value_share share = lanes.template row_share<lane_rows>();
+    float x[lane_rows], z[lane_rows];  // [k]: of the lane's row share.first + k
 #pragma unroll
-    for (int i = 0; i < lane_rows; ++i) {
-      x[i] = to_float(in.x.at(0)[clamped(s, lanes, i)]);
-      z[i] = gated ? to_float(in.z.at(0)[clamped(s, lanes, i)]) : 0.0f;
+    for (int k = 0; k < lane_rows; ++k) {
+      if (k >= share.count) break;  // the same count on every lane
+      x[k] = to_float(in.x.at(0)[clamped(s, lanes, share.first + k)]);
+      z[k] = gated ? to_float(in.z.at(0)[clamped(s, lanes, share.first + k)]) : 0.0f;
     }
-    lanes.row_sums(part).for_each_owned(part, [&](int k, float sum) {
-      float xk = 0.0f, zk = 0.0f;  // x[k], z[k] by selects: k is a run-time index
-#pragma unroll
-      for (int i = 0; i < lane_rows; ++i) xk = i == k ? x[i] : xk, zk = i == k ? z[i] : zk;
-      if (row(lanes, k) < s.head_dim) out(0, row(lanes, k), mamba2::output(sum, 0.0f, in.D, xk, zk, gated));
+    lanes.row_sums(part).for_each_owned(part, [&](int i, float sum) {
+      const int k = i - share.first;
+      if (row(lanes, i) < s.head_dim) out(0, row(lanes, i), mamba2::output(sum, 0.0f, in.D, x[k], z[k], gated));
     });
   }
 };

@@ -49,31 +49,55 @@ namespace detail {
 
 /// The halving rounds of `reduce_scatter` from `Count` values: the lane with the offset's bit
 /// set keeps the upper half of the values, its partner the lower half, each adding what the
-/// other sends; then the next round. One function per round, so that every index into `v` is
-/// a constant (as one loop whose trip count the run-time group decides, `v` went to local
-/// memory: a verify step's 32 row sums per stage, through L2, at a fifth of the bandwidth).
-template <int Count, int N>
+/// other sends (with `Sums`; without, the rounds only say which values the lane keeps); then
+/// the next round. One function per round, so that every index into `v` is a constant (as
+/// one loop whose trip count the run-time group decides, `v` went to local memory: a verify
+/// step's 32 row sums per stage, through L2, at a fifth of the bandwidth).
+template <int Count, bool Sums, int N>
 __device__ void halve(float (&v)[N], value_share& share, int& offset, int position) {
   if constexpr (Count % 2 == 0 && Count > 0) {
     if (offset < 1) return;
     const bool upper = (position & offset) != 0;
+    if constexpr (Sums) {
 #pragma unroll
-    for (int i = 0; i < Count / 2; ++i) {
-      const float send = upper ? v[i] : v[i + Count / 2];
-      const float keep = upper ? v[i + Count / 2] : v[i];
-      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
+      for (int i = 0; i < Count / 2; ++i) {
+        const float send = upper ? v[i] : v[i + Count / 2];
+        const float keep = upper ? v[i + Count / 2] : v[i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
+      }
     }
     share.first += upper ? Count / 2 : 0;
     share.count = Count / 2;
     offset /= 2;
-    halve<Count / 2>(v, share, offset, position);
+    halve<Count / 2, Sums>(v, share, offset, position);
   }
+}
+
+/// Whether the lane at `position` writes the values it holds once the halving rounds stop at
+/// `offset`. Values left whole on a lane (an odd count, or fewer values than lanes): lanes
+/// that differ in the remaining bits hold the same sums; the one with those bits clear writes.
+__device__ inline bool owns_share(int offset, int position) {
+  return offset < 1 || (position & (2 * offset - 1)) == 0;
 }
 
 }  // namespace detail
 
+/// Which of N values summed over a group of `group` lanes `reduce_scatter` leaves the lane
+/// at `position`, known before the sums are: what is combined with them then loads beside
+/// the shuffles.
+template <int N>
+__device__ value_share scatter_share(int group, int position) {
+  value_share share{0, N, true};
+  int offset = group / 2;
+  float unsummed[N];  // not read: the rounds only count
+  detail::halve<N, false>(unsummed, share, offset, position);
+  share.owner = detail::owns_share(offset, position);
+  return share;
+}
+
 /// Sums each of the N values `v` over a group of `group` consecutive lanes (a power of two
-/// up to 32; `position` the lane's place in it), spread over the group's lanes: a
+/// up to 32; `position` the lane's place in it), spread over the group's lanes as
+/// `scatter_share` says: a
 /// reduce-scatter, which sums 8 values over 32 lanes in 9 shuffles where every lane summing
 /// every value takes 40 (CUB's warp reductions leave each sum on one lane, and have no
 /// reduce-scatter). Every lane of the warp calls it.
@@ -81,10 +105,8 @@ template <int N>
 __device__ value_share reduce_scatter(float (&v)[N], int group, int position) {
   value_share share{0, N, true};
   int offset = group / 2;
-  detail::halve<N>(v, share, offset, position);
-  // Values left whole on a lane (an odd count, or fewer values than lanes): lanes that
-  // differ in the remaining bits hold the same sums; the one with those bits clear writes.
-  share.owner = offset < 1 || (position & (2 * offset - 1)) == 0;
+  detail::halve<N, true>(v, share, offset, position);
+  share.owner = detail::owns_share(offset, position);
   for (; offset >= 1; offset /= 2) {
 #pragma unroll
     for (int i = 0; i < N; ++i) {
@@ -136,6 +158,11 @@ struct unit_lanes {
   template <int N>
   __device__ value_share row_sums(float (&v)[N]) const {
     return reduce_scatter(v, units_per_row(), first_unit);
+  }
+  /// Which of N row sums `row_sums` leaves the lane, before it runs (`scatter_share`).
+  template <int N>
+  __device__ value_share row_share() const {
+    return scatter_share<N>(units_per_row(), first_unit);
   }
 };
 
