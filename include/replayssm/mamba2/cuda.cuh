@@ -205,12 +205,28 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<regist
   step.fold_drafts(v.in, plan, snapshots);
 }
 
-/// Whether a small batch's decode steps of `Policy` run in tiles (`mamba2_tiles_kernel`): a
-/// state whose reads are of the checkpoint as stored, a window of an entry per lane.
+/// The lanes of a tile (`mamba2_tiles_kernel`): rows of `warp::common_state_dim` elements,
+/// the one state dimension tiles take, with a row group that is a compile-time constant. (A
+/// kernel that also held the lanes of any other dimension had twice the code, and a small
+/// step's warps wait on fetching their instructions: docs/kernels.md.)
 template <class Policy>
-inline constexpr bool steps_in_tiles = Policy::shared_state && Policy::window <= 32;
+using tile_lanes =
+    warp::unit_lanes<warp::mamba2_warp_config<Policy>::flush_stage, warp::mamba2_warp_config<Policy>::flush_unit,
+                     warp::common_state_dim / warp::mamba2_warp_config<Policy>::flush_unit>;
 
-/// The decode step of a small batch: block (h, b) runs head h of request b, warp w the w-th
+/// Whether a small batch's decode steps of `Policy` can run in tiles (`mamba2_tiles_kernel`):
+/// a state whose reads are of the checkpoint as stored, a window of an entry per lane, and
+/// rows of `warp::common_state_dim` elements that map onto the tile's lanes.
+template <class Policy>
+constexpr bool steps_in_tiles() {
+  using config = warp::mamba2_warp_config<Policy>;
+  if constexpr (Policy::shared_state && Policy::window <= 32)
+    return warp::unit_lanes<config::flush_stage, config::flush_unit>::supported(warp::common_state_dim);
+  return false;
+}
+
+/// The decode step of a small batch, rows of `warp::common_state_dim` elements
+/// (`tile_lanes`): block (h, b) runs head h of request b, warp w the w-th
 /// tile of its rows held in registers (`warp::detail::read_tile` or `fold_tile`, as the
 /// head's cursor plans it; a head of up to `tile_threads / 32` tiles), every
 /// load issued before the warp learns whether the request may step: a write-back step's warp
@@ -257,28 +273,24 @@ __global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2
   warp::store_outputs<Act> out{v.in};
   const int32_t first = warp * config::template stage_rows<warp::warp_role::flush>(shape.state_dim);
   bool stepped = true;  // the same on every warp of the block: one request
-  auto tile = [&](auto&& step) {  // the two roles' tiles apart: together their registers spilled
-    warp::with_unit_lanes<config::flush_stage, config::flush_unit>(shape.state_dim, lane, step);
-  };
-  if (Policy::is_writeback || flushes) {
-    tile([&](const auto& lanes) {
-      stepped = warp::detail::fold_tile(v.in, v.state, shape, plan, first, lanes, out, gate, log_decays[warp]);
-    });
-  } else if constexpr (!Policy::is_writeback) {
-    tile([&](const auto& lanes) {
-      stepped = warp::detail::read_tile(v.in, v.state, shape, plan, first, lanes, out, gate);
-    });
-  }
+  const tile_lanes<Policy> lanes(shape.state_dim, lane);
+  if (Policy::is_writeback || flushes)  // the two roles' tiles apart: together their registers spilled
+    stepped = warp::detail::fold_tile(v.in, v.state, shape, plan, first, lanes, out, gate, log_decays[warp]);
+  else if constexpr (!Policy::is_writeback)
+    stepped = warp::detail::read_tile(v.in, v.state, shape, plan, first, lanes, out, gate);
   if (!stepped) return;
   __syncthreads();
   if (threadIdx.x == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, step_kind::decode);
 }
 
 /// Launches a small batch's decode step in tiles (`mamba2_tiles_kernel`; a replay step's
-/// after its planner), overlapping the launch before it, if a block holds a head's tiles and
-/// every block of the batch is resident on the device at once; `launched` says whether it did.
+/// after its planner), overlapping the launch before it, if its rows are of the tiles' state
+/// dimension, a block holds a head's tiles and every block of the batch is resident on the
+/// device at once; `launched` says whether it did.
 template <class Policy, class Act>
 status launch_tiles(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream, bool& launched) {
+  launched = false;
+  if (p.state_dim != warp::common_state_dim) return {};  // the one dimension tiles take (`tile_lanes`)
   const auto kernel = mamba2_tiles_kernel<Policy, Act>;
   const int32_t tile_rows = warp::mamba2_warp_config<Policy>::template stage_rows<warp::warp_role::flush>(p.state_dim);
   const int32_t warps = (p.head_dim + tile_rows - 1) / tile_rows;
@@ -366,7 +378,7 @@ bool bulk_copies_fit(const mamba2_params<Act>& p, const device_limits& d) {
 /// the others (`verify_launches`, a kernel for up to 4 or up to 8 drafts).
 template <class Policy, warp::copy_engine Engine, step_kind Kind, class Act>
 status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
-  if constexpr (Kind == step_kind::decode && steps_in_tiles<Policy>) {
+  if constexpr (Kind == step_kind::decode && steps_in_tiles<Policy>()) {
     bool tiles = false;
     if (status s = launch_tiles<Policy>(p, d, stream, tiles); !s || tiles) return s;
   }

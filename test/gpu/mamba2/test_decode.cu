@@ -139,6 +139,11 @@ TEST_CASE("the device reports bad mamba2 slots and cursors and skips their reque
   // The write-back warp step checks whole requests itself, without the planner.
   require_device_skips_bad_rows<mamba2_harness, writeback_policy<fp32_format>>({{4, 16, 32, 2}, 2, 3, true, true, 6},
                                                                               true);
+  // A small batch of the common state dimension steps in tiles, both policies.
+  require_device_skips_bad_rows<mamba2_harness, replay_policy<8, fp32_format>>({{4, 16, 128, 2}, 2, 3, true, true, 8},
+                                                                               true);
+  require_device_skips_bad_rows<mamba2_harness, writeback_policy<fp32_format>>({{4, 16, 128, 2}, 2, 3, true, true, 9},
+                                                                               true);
   // The block kernels (a state dimension the warp steps do not take) run planned.
   require_device_skips_bad_rows<mamba2_harness, replay_policy<8, fp32_format>>({{4, 16, 48, 2}, 2, 3, true, true, 7},
                                                                                 true);
