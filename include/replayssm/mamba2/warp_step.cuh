@@ -1097,9 +1097,11 @@ __device__ bool fold_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_s
 /// weights formed from registers (`decode_weights`), then y from the tile and the window,
 /// and the token appended (x of the tile's rows; B and its step size by the warp of the
 /// head's first rows). Every load is issued before `gate()` is asked (a false returns false
-/// with nothing written). A row group's lanes take the window's entries in turn (position
-/// q entries q, q + group, ...), each adding its entries' weighted x to its rows' partial
-/// sums, so that one reduction sums the state term and the window term of each row.
+/// with nothing written), but for a lane's later window entries where its row group has
+/// fewer lanes than the window entries. A row group's lanes take the window's entries in
+/// turn (position q entries q, q + group, ...), each adding its entries' weighted x to its
+/// rows' partial sums, so that one reduction sums the state term and the window term of
+/// each row.
 template <class Policy, class Act, class Lanes, class Outputs, class Gate>
 __device__ bool read_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_state<Policy, Act>& st,
                           mamba2_layer_shape s, const step_plan& plan, int32_t first_row, const Lanes& lanes,
@@ -1112,6 +1114,17 @@ __device__ bool read_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_s
   const entry_rows<Policy, Act> entry{in, st, plan};
   const tile_t tile(st.checkpoint, in, s, first_row, lanes);
   const decode_weights<Policy::window, Act, 4> weights(entry, s.state_dim, lane);  // more keys at once spilled
+  // Entry j's x of the lane's rows.
+  auto load_x = [&](int32_t j, float(&x)[lane_rows]) {
+    const Act* from = entry.x(j);
+#pragma unroll
+    for (int i = 0; i < lane_rows; ++i) x[i] = to_float(from[tile.clamped(s, lanes, i)]);
+  };
+  float first_x[lane_rows];  // the lane's first entry's (the token's where it has none)
+  load_x(lanes.first_unit <= L ? lanes.first_unit : L, first_x);
+  Act token_x[lane_rows];  // what the first lane of a row group appends to the window
+#pragma unroll
+  for (int i = 0; i < lane_rows; ++i) token_x[i] = in.x.at(0)[tile.clamped(s, lanes, i)];
   if (!gate()) return false;
 
   float part[lane_rows];
@@ -1128,9 +1141,15 @@ __device__ bool read_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_s
     const int32_t j = first + lanes.first_unit;
     const float weight = weights.weight_of(j < 32 ? j : 31);
     if (j > L) continue;
-    const Act* x = entry.x(j);
+    float x[lane_rows];
+    if (first == 0) {
 #pragma unroll
-    for (int i = 0; i < lane_rows; ++i) part[i] = math::fma(weight, to_float(x[tile.clamped(s, lanes, i)]), part[i]);
+      for (int i = 0; i < lane_rows; ++i) x[i] = first_x[i];
+    } else {
+      load_x(j, x);
+    }
+#pragma unroll
+    for (int i = 0; i < lane_rows; ++i) part[i] = math::fma(weight, x[i], part[i]);
   }
   tile.outputs(in, s, lanes, part, out);
 
@@ -1139,7 +1158,7 @@ __device__ bool read_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_s
     Act* x = st.window_x + ring * st.window_x_stride;
 #pragma unroll
     for (int i = 0; i < lane_rows; ++i)
-      if (tile.row(lanes, i) < s.head_dim) x[tile.row(lanes, i)] = in.x.at(0)[tile.row(lanes, i)];
+      if (tile.row(lanes, i) < s.head_dim) x[tile.row(lanes, i)] = token_x[i];
   }
   if (first_row == 0 && lanes.row(0) == 0) {
     if (st.appends_key) {
