@@ -226,11 +226,11 @@ constexpr bool steps_in_tiles() {
 }
 
 /// The decode step of a small batch, rows of `warp::common_state_dim` elements
-/// (`tile_lanes`): block (h, b) runs head h of request b, warp w the w-th
-/// tile of its rows held in registers (`warp::detail::read_tile` or `fold_tile`, as the
-/// head's cursor plans it; a head of up to `tile_threads / 32` tiles), every
-/// load issued before the warp learns whether the request may step: a write-back step's warp
-/// checks the whole request itself (no cursor of it changes but its flush count), a replay
+/// (`tile_lanes`): block (h, b) runs head h of request b, warp w the w-th tile of its rows
+/// held in registers (`warp::detail::read_tile` or `fold_tile`, as the head's cursor plans
+/// it; a head of up to `tile_threads / 32` tiles), every load issued before the warp learns
+/// whether the request may step: a write-back step's block checks the whole request itself,
+/// its threads splitting the heads (no cursor of it changes but its flush count), a replay
 /// step's reads the planner's verdict (the planner, launched before, runs beside it, and
 /// has read every cursor of the request before any block moves one). The cursor moves once
 /// every warp of the head is done. A small batch's step is as long as a warp's path, not as
@@ -242,6 +242,7 @@ template <class Policy, class Act>
 __global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2_params<Act> p) {
   using config = warp::mamba2_warp_config<Policy>;
   __shared__ float log_decays[tile_threads / 32][64];
+  __shared__ request_share shares[tile_threads / 32];  // a write-back step's request check
   const int32_t h = int32_t(blockIdx.x), b = int32_t(blockIdx.y), warp = int32_t(threadIdx.x / 32);
   const int32_t lane = int32_t(threadIdx.x % 32);
   if constexpr (Policy::is_writeback) {  // launched overlapping the launch before: it may write any input
@@ -257,10 +258,10 @@ __global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2
   const mamba2_layer_shape shape = p.shape();
   const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
   const bool flushes = warp::role_of(plan) == warp::warp_role::flush;
-  auto gate = [&] {
+  auto gate = [&] {  // every thread of the block asks it
     if constexpr (Policy::is_writeback) {
-      const request_check r = warp_check_request<Policy, step_kind::decode>(p, b, lane);
-      if (lane == 0) report(p, b, r.errors);
+      const request_check r = block_check_request<Policy, step_kind::decode>(p, b, shares);
+      if (threadIdx.x == 0) report(p, b, r.errors);
       return r.errors == step_ok;
     } else {
       return plan_after_planner(p, b) == (flushes ? request_plan::flush : request_plan::read);

@@ -459,16 +459,36 @@ status launch_threads(Kernel kernel, int64_t count, cudaStream_t stream, launch_
 
 namespace detail {
 
+/// The union of the warp's lanes' shares of a request's checks, on every lane.
+__device__ inline request_share warp_union(request_share share) {
+  share.errors = __reduce_or_sync(0xffffffffu, share.errors);
+  share.flushes = __any_sync(0xffffffffu, share.flushes);
+  share.reads = __any_sync(0xffffffffu, share.reads);
+  return share;
+}
+
 /// What `check_request` finds for request `b`, worked out by one warp (every lane calls it,
 /// every lane receives it): the lanes split the other requests' slots and the heads, so that
 /// a request's check is as long as a lane's share, not as its heads.
 template <class Policy, step_kind Kind, class Params>
 __device__ request_check warp_check_request(const Params& p, int32_t b, int32_t lane) {
-  request_share share = check_request_share<Policy, Kind>(p, b, lane, 32);
-  share.errors = __reduce_or_sync(0xffffffffu, share.errors);
-  share.flushes = __any_sync(0xffffffffu, share.flushes);
-  share.reads = __any_sync(0xffffffffu, share.reads);
-  return request_check::of(share);
+  return request_check::of(warp_union(check_request_share<Policy, Kind>(p, b, lane, 32)));
+}
+
+/// `warp_check_request` by a whole block (every thread calls it, every thread receives it):
+/// its threads split the other requests' slots and the heads, and `shares` (shared memory, a
+/// share per warp of the block) gathers the warps' unions. A block that holds one head of
+/// the request in several warps then checks it in a lane's share of a block's, not a warp's.
+template <class Policy, step_kind Kind, class Params, int Warps>
+__device__ request_check block_check_request(const Params& p, int32_t b, request_share (&shares)[Warps]) {
+  const request_share share =
+      warp_union(check_request_share<Policy, Kind>(p, b, int32_t(threadIdx.x), int32_t(blockDim.x)));
+  if (threadIdx.x % 32 == 0) shares[threadIdx.x / 32] = share;
+  __syncthreads();
+  request_share all{step_ok, false, false};
+  for (int32_t w = 0; w < int32_t(blockDim.x / 32); ++w)
+    all = {all.errors | shares[w].errors, all.flushes || shares[w].flushes, all.reads || shares[w].reads};
+  return request_check::of(all);
 }
 
 /// Plans every request of a step of `Kind` from its slot and cursors (`check_request`), one
