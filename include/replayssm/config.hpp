@@ -40,6 +40,15 @@
 #define REPLAYSSM_UNROLL
 #endif
 
+/// Keeps the next loop rolled in device code: a loop over a thread's share of a run-time
+/// count with a run-time stride, which unrolled would first divide by the stride for its
+/// trip count (some thirty instructions on the path of every thread that takes it).
+#if REPLAYSSM_DEVICE_PASS
+#define REPLAYSSM_ROLLED _Pragma("unroll 1")
+#else
+#define REPLAYSSM_ROLLED
+#endif
+
 /// 1 where `cvt.rs` (hardware stochastic rounding) exists: the architecture-specific
 /// targets sm_100a and sm_103a. Everywhere else, the host included, the software path
 /// that consumes the same random bits runs instead.

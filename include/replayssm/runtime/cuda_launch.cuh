@@ -475,20 +475,22 @@ __device__ request_check warp_check_request(const Params& p, int32_t b, int32_t 
   return request_check::of(warp_union(check_request_share<Policy, Kind>(p, b, lane, 32)));
 }
 
-/// `warp_check_request` by a whole block (every thread calls it, every thread receives it):
-/// its threads split the other requests' slots and the heads, and `shares` (shared memory, a
-/// share per warp of the block) gathers the warps' unions. A block that holds one head of
-/// the request in several warps then checks it in a lane's share of a block's, not a warp's.
+/// `warp_check_request` by a whole block of up to `Warps` warps (every thread calls it, every
+/// thread receives it): its threads split the other requests' slots and the heads, and
+/// `shares` (shared memory, a share per warp of the block) gathers the warps' unions, which
+/// each warp then unites again, lane w taking warp w's (a union in a warp's one step, not
+/// one per warp in a row). A block that holds one head of the request in several warps then
+/// checks it in a lane's share of a block's, not a warp's.
 template <class Policy, step_kind Kind, class Params, int Warps>
 __device__ request_check block_check_request(const Params& p, int32_t b, request_share (&shares)[Warps]) {
+  static_assert(Warps <= 32, "block_check_request: a share per lane");
   const request_share share =
       warp_union(check_request_share<Policy, Kind>(p, b, int32_t(threadIdx.x), int32_t(blockDim.x)));
-  if (threadIdx.x % 32 == 0) shares[threadIdx.x / 32] = share;
+  const uint32_t lane = threadIdx.x % 32;
+  if (lane == 0) shares[threadIdx.x / 32] = share;
   __syncthreads();
-  request_share all{step_ok, false, false};
-  for (int32_t w = 0; w < int32_t(blockDim.x / 32); ++w)
-    all = {all.errors | shares[w].errors, all.flushes || shares[w].flushes, all.reads || shares[w].reads};
-  return request_check::of(all);
+  const request_share none{step_ok, false, false};
+  return request_check::of(warp_union(lane < blockDim.x / 32 ? shares[lane] : none));
 }
 
 /// Plans every request of a step of `Kind` from its slot and cursors (`check_request`), one

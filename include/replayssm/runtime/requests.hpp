@@ -62,19 +62,36 @@ struct cursor_probe {
   int32_t window_entries;
 };
 
-/// The plan of head `h` of request `b` in slot `slot` for a step of `Kind`: its cursor, flush
-/// phase and token count against what a step could have left (the planner the step itself
-/// runs), and whether it flushes.
+/// Head `h`'s cursor in slot `slot`: an empty window where the step keeps no cursors.
+template <class Params>
+REPLAYSSM_HOST_DEVICE replay_cursor head_cursor(const Params& p, int32_t slot, int32_t h) {
+  return p.cursors != nullptr ? p.cursors[int64_t(slot) * p.heads + h] : replay_cursor{0, 0u, 0, 0};
+}
+
+/// The flush phase of slot `slot` under `Policy` (0 where it keeps none).
+template <class Policy, class Params>
+REPLAYSSM_HOST_DEVICE int32_t slot_phase(const Params& p, int32_t slot) {
+  return !Policy::is_writeback && p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
+}
+
+/// The plan of a head of request `b` whose cursor is `cursor` (`head_cursor`) in a slot of
+/// phase `phase` (`slot_phase`) for a step of `Kind`: the cursor, phase and token count
+/// against what a step could have left (the planner the step itself runs), and whether it
+/// flushes.
 template <class Policy, step_kind Kind, class Params>
-REPLAYSSM_HOST_DEVICE step_plan head_plan(const Params& p, int32_t b, int32_t slot, int32_t h) {
-  const int32_t phase = !Policy::is_writeback && p.flush_phase != nullptr ? p.flush_phase[slot] : 0;
-  const replay_cursor* cursor = p.cursors != nullptr ? p.cursors + int64_t(slot) * p.heads + h : nullptr;
+REPLAYSSM_HOST_DEVICE step_plan head_plan(const Params& p, int32_t b, const replay_cursor& cursor, int32_t phase) {
   using probe_t = cursor_probe<Policy, Params::template flush_folds_token<Policy>>;
-  const probe_t probe{cursor, phase, p.template ring_entries<Policy>()};
+  const probe_t probe{&cursor, phase, p.template ring_entries<Policy>()};
   const int32_t tokens = Kind == step_kind::decode ? 1 : request_tokens(p, b);
   step_plan plan = plan_step<Kind>(probe, tokens);
   if (tokens > p.tokens) plan.error |= error_tokens_out_of_range;  // more than the step's rows hold
   return plan;
+}
+
+/// The plan of head `h` of request `b` in slot `slot` (`head_plan` of its `head_cursor`).
+template <class Policy, step_kind Kind, class Params>
+REPLAYSSM_HOST_DEVICE step_plan head_plan(const Params& p, int32_t b, int32_t slot, int32_t h) {
+  return head_plan<Policy, Kind>(p, b, head_cursor(p, slot, h), slot_phase<Policy>(p, slot));
 }
 
 /// step_error bits of head `h` of request `b` (`head_plan`).
@@ -82,6 +99,10 @@ template <class Policy, step_kind Kind, class Params>
 REPLAYSSM_HOST_DEVICE uint32_t head_errors(const Params& p, int32_t b, int32_t slot, int32_t h) {
   return head_plan<Policy, Kind>(p, b, slot, h).error;
 }
+
+/// Slots or cursors a request's checks load at once (`slot_errors`, `check_request_share`):
+/// a memory latency per so many of a thread's share on the device, not one per load.
+inline constexpr int32_t loads_at_once = 4;
 
 /// step_error bits of request `b`'s slot: outside [0, num_slots), or shared with another
 /// request of the step (among the requests first, first + stride, ...: a lane's share of
@@ -91,8 +112,20 @@ REPLAYSSM_HOST_DEVICE uint32_t slot_errors(const Params& p, int32_t b, int32_t f
   const int32_t slot = request_slot(p, b);
   if (slot == p.pad_slot_id) return step_ok;
   if (slot < 0 || slot >= p.num_slots) return error_slot_out_of_range;
-  for (int32_t other = first; other < p.batch; other += stride)
-    if (other != b && request_slot(p, other) == slot) return error_duplicate_slot;
+  REPLAYSSM_ROLLED
+  for (int32_t other = first; other < p.batch; other += loads_at_once * stride) {
+    int32_t slots[loads_at_once];  // request b's own in place of those past the end
+    REPLAYSSM_UNROLL
+    for (int32_t k = 0; k < loads_at_once; ++k) {
+      const int32_t r = other + k * stride;
+      slots[k] = request_slot(p, r < p.batch ? r : b);
+    }
+    REPLAYSSM_UNROLL
+    for (int32_t k = 0; k < loads_at_once; ++k) {
+      const int32_t r = other + k * stride;
+      if (r < p.batch && r != b && slots[k] == slot) return error_duplicate_slot;
+    }
+  }
   return step_ok;
 }
 
@@ -115,11 +148,23 @@ REPLAYSSM_HOST_DEVICE request_share check_request_share(const Params& p, int32_t
   const int32_t slot = request_slot(p, b);
   request_share r{slot_errors(p, b, first, stride), false, false};
   if (slot == p.pad_slot_id || (r.errors & error_slot_out_of_range)) return r;
-  for (int32_t h = first; h < p.heads; h += stride) {
-    const step_plan plan = head_plan<Policy, Kind>(p, b, slot, h);
-    r.errors |= plan.error;
-    r.flushes |= plan.error == step_ok && plan.writes_checkpoint;
-    r.reads |= plan.error == step_ok && !plan.writes_checkpoint;
+  const int32_t phase = slot_phase<Policy>(p, slot);
+  REPLAYSSM_ROLLED
+  for (int32_t h = first; h < p.heads; h += loads_at_once * stride) {
+    replay_cursor cursors[loads_at_once];  // the last head's in place of those past the end
+    REPLAYSSM_UNROLL
+    for (int32_t k = 0; k < loads_at_once; ++k) {
+      const int32_t head = h + k * stride;
+      cursors[k] = head_cursor(p, slot, head < p.heads ? head : p.heads - 1);
+    }
+    REPLAYSSM_UNROLL
+    for (int32_t k = 0; k < loads_at_once; ++k) {
+      if (h + k * stride >= p.heads) break;
+      const step_plan plan = head_plan<Policy, Kind>(p, b, cursors[k], phase);
+      r.errors |= plan.error;
+      r.flushes |= plan.error == step_ok && plan.writes_checkpoint;
+      r.reads |= plan.error == step_ok && !plan.writes_checkpoint;
+    }
   }
   return r;
 }
