@@ -226,7 +226,8 @@ constexpr bool steps_in_tiles() {
 }
 
 /// The decode step of a small batch, rows of `warp::common_state_dim` elements
-/// (`tile_lanes`): block (h, b) runs head h of request b, warp w the w-th tile of its rows
+/// (`tile_lanes`): block (i, g, b) runs head h = g H / G + i (of group g) of request b, warp
+/// w the w-th tile of its rows
 /// held in registers (`warp::detail::read_tile` or `fold_tile`, as the head's cursor plans
 /// it; a head of up to `tile_threads / 32` tiles), every load issued before the warp learns
 /// whether the request may step: a write-back step's block checks the whole request itself,
@@ -243,7 +244,8 @@ __global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2
   using config = warp::mamba2_warp_config<Policy>;
   __shared__ float log_decays[tile_threads / 32][64];
   __shared__ request_share shares[tile_threads / 32];  // a write-back step's request check
-  const int32_t h = int32_t(blockIdx.x), b = int32_t(blockIdx.y), warp = int32_t(threadIdx.x / 32);
+  const int32_t g = int32_t(blockIdx.y), h = g * int32_t(gridDim.x) + int32_t(blockIdx.x), b = int32_t(blockIdx.z);
+  const int32_t warp = int32_t(threadIdx.x / 32);
   const int32_t lane = int32_t(threadIdx.x % 32);
   if constexpr (Policy::is_writeback) {  // launched overlapping the launch before: it may write any input
     detail::wait_for_previous_launch();
@@ -254,8 +256,10 @@ __global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2
     if (Policy::is_writeback && slot != p.pad_slot_id && threadIdx.x == 0) report(p, b, error_slot_out_of_range);
     return;
   }
-  const mamba2_head_views<Policy, Act> v(p, b, h, slot);
-  const mamba2_layer_shape shape = p.shape();
+  const mamba2_head_views<Policy, Act> v(p, b, h, g, slot);
+  // The one state dimension tiles take (`launch_tiles`), a constant: every row index and
+  // chunk of a tile then folds at compile time.
+  const mamba2_layer_shape shape{p.heads, p.head_dim, warp::common_state_dim, p.groups};
   const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
   const bool flushes = warp::role_of(plan) == warp::warp_role::flush;
   auto gate = [&] {  // every thread of the block asks it
@@ -303,7 +307,7 @@ status launch_tiles(const mamba2_params<Act>& p, const device_limits& d, cudaStr
   if constexpr (!Policy::is_writeback)
     if (status s = plan_requests<Policy, step_kind::decode>(p, stream); !s) return s;
   cudaLaunchConfig_t launch{};
-  launch.gridDim = dim3(p.heads, p.batch);
+  launch.gridDim = dim3(p.heads / p.groups, p.groups, p.batch);
   launch.blockDim = dim3(warps * 32);
   launch.stream = stream;
   return launch_waiting(kernel, launch, launch_wait::overlapping, d, p);

@@ -99,8 +99,11 @@ struct mamba2_head_views {
   mamba2_head_inputs<Act> in;
   mamba2_head_state<Policy, Act> state;
 
-  REPLAYSSM_HOST_DEVICE mamba2_head_views(const mamba2_params<Act>& p, int32_t b, int32_t h, int32_t slot) {
-    const int32_t g = h / (p.heads / p.groups);
+  REPLAYSSM_HOST_DEVICE mamba2_head_views(const mamba2_params<Act>& p, int32_t b, int32_t h, int32_t slot)
+      : mamba2_head_views(p, b, h, h / (p.heads / p.groups), slot) {}
+  /// The same where the caller knows head `h`'s group `g` (h / (heads / groups)): a kernel
+  /// whose grid places groups saves the two divisions.
+  REPLAYSSM_HOST_DEVICE mamba2_head_views(const mamba2_params<Act>& p, int32_t b, int32_t h, int32_t g, int32_t slot) {
     const int64_t row = int64_t(b) * p.tokens;
     auto rows = [row](const Act* base, int64_t token_stride, int64_t offset) {
       return token_rows<const Act>{base + row * token_stride + offset, token_stride};
@@ -127,7 +130,7 @@ struct mamba2_head_views {
       state.window_B_stride = int64_t(p.groups) * p.state_dim;
       state.window_dt = p.window_dt + int64_t(slot) * W * p.heads + h;
       state.window_dt_stride = p.heads;
-      state.appends_key = h % (p.heads / p.groups) == 0;
+      state.appends_key = int64_t(h) * p.groups == int64_t(g) * p.heads;  // the group's first head
     }
   }
 };

@@ -259,6 +259,15 @@ struct stored_activations {
   }
 };
 
+/// `row` of lane `from`, on every lane (every lane calls it): an activation row's address
+/// formed once by the lane that owns it, not on every lane (a window entry's is a ring slot,
+/// two products and a choice of pointer: some twenty instructions).
+template <class Act>
+__device__ const Act* row_of_lane(const Act* row, int from) {
+  const auto bits = static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(row));
+  return reinterpret_cast<const Act*>(uintptr_t(__shfl_sync(0xffffffffu, bits, from)));
+}
+
 /// Loads `Width` consecutive activations of rows 0 .. Rows - 1 (row k's at `row(k)`), every
 /// load issued before any is used (a branch per row kept each load's wait apart: a flush's 16
 /// keys took 16 round trips). Rows from `count` on and elements from `elements` on are not
@@ -645,6 +654,9 @@ struct decode_weights {
       dot[k] = 0.0f;
     }
     const float token_dt = to_float(in.dt.at(0)[0]);
+    const Act* key_rows[lane_entries];  // [k]: entry 32 k + lane's key row (the token's past it)
+#pragma unroll
+    for (int k = 0; k < lane_entries; ++k) key_rows[k] = entry.B(32 * k + lane < L ? 32 * k + lane : L);
 #pragma unroll
     for (int g = 0; g < groups; ++g) {
       if (g * group > L) break;  // the same on every lane
@@ -654,9 +666,9 @@ struct decode_weights {
       for (int32_t n = 4 * lane; n < N + 4 * lane; n += 128) {  // the same trips on every lane
         const int columns = N - n >= 4 ? 4 : N > n ? int(N - n) : 0;
         key B[group], C[1];
-        load_stored_rows<group>([&](int k) { return entry.B(g * group + k) + n; },
-                                columns > 0 ? (L + 1 - g * group < group ? int(L + 1 - g * group) : group) : 0, columns,
-                                B);
+        load_stored_rows<group>(
+            [&](int k) { return row_of_lane(key_rows[(g * group + k) / 32], (g * group + k) % 32) + n; },
+            columns > 0 ? (L + 1 - g * group < group ? int(L + 1 - g * group) : group) : 0, columns, B);
         load_stored_rows<1>([&](int) { return in.C.at(0) + n; }, columns > 0 ? 1 : 0, columns, C);
 #pragma unroll
         for (int k = 0; k < group; ++k)
@@ -987,9 +999,13 @@ struct state_tile_rows {
                              mamba2_layer_shape s, int32_t first, const Lanes& lanes)
       : first_row(first) {
 #pragma unroll
-    for (int i = 0; i < lane_rows; ++i)
-      stored[i] = view.fetch(int32_t(uint32_t(clamped(s, lanes, i) * s.state_dim + lanes.column()) / unit));
+    for (int i = 0; i < lane_rows; ++i) stored[i] = view.fetch(chunk_of(s, lanes, clamped(s, lanes, i)));
     load_activations<unit>(in.C.at(0) + lanes.column(), c);
+  }
+  /// The chunk of the lane's unit in the head's row `r`: consecutive rows' a constant apart,
+  /// so that their addresses fold into one.
+  __device__ static int32_t chunk_of(mamba2_layer_shape s, const Lanes& lanes, int32_t r) {
+    return r * (s.state_dim / unit) + int32_t(uint32_t(lanes.column()) / unit);
   }
   /// The head's row of the lane's i-th row.
   __device__ int32_t row(const Lanes& lanes, int i) const { return first_row + lanes.row(i); }
@@ -1040,15 +1056,25 @@ __device__ bool fold_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_s
   using format = typename Policy::checkpoint_format;
   using tile_t = state_tile_rows<format, Act, Lanes>;
   constexpr int unit = tile_t::unit, lane_rows = tile_t::lane_rows;
-  const int32_t F = plan.folded, lane = int32_t(threadIdx.x % 32);
+  // No plan folds more than the window: bounded so, a write-back step's one entry compiles
+  // to straight code.
+  const int32_t F = plan.folded < Policy::window ? plan.folded : Policy::window, lane = int32_t(threadIdx.x % 32);
   const entry_rows<Policy, Act> entry{in, st, plan};
   const tile_t tile(st.checkpoint, in, s, first_row, lanes);
   const float step = lane < F ? entry.dt(lane) : 0.0f;  // lane j: entry j's step size
+  // Lane j: entry j's rows, handed to every lane as it folds in (`row_of_lane`); a
+  // write-back step's one entry's on every lane.
+  constexpr bool one_entry = Policy::window == 1;
+  const int32_t own = one_entry || lane >= F ? 0 : lane;
+  const Act* const key_row = entry.B(own);
+  const Act* const x_row = entry.x(own);
+  auto entry_row = [](const Act* row, int32_t j) { return one_entry ? row : row_of_lane(row, j); };
   float b[unit], x[lane_rows];  // the entry being folded: its key columns, its x of the lane's rows
   auto load_entry = [&](int32_t j) {
-    load_activations<unit>(entry.B(j) + lanes.column(), b);
+    load_activations<unit>(entry_row(key_row, j) + lanes.column(), b);
+    const Act* const from = entry_row(x_row, j);
 #pragma unroll
-    for (int i = 0; i < lane_rows; ++i) x[i] = to_float(entry.x(j)[tile.clamped(s, lanes, i)]);
+    for (int i = 0; i < lane_rows; ++i) x[i] = to_float(from[tile.clamped(s, lanes, i)]);
   };
   load_entry(0);  // before the gate too: a write-back step's one entry
   if (!gate()) return false;
@@ -1066,7 +1092,7 @@ __device__ bool fold_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_s
     for (int e = 0; e < unit; ++e) v[i][e] = decayed_checkpoint(total, v[i][e]);
   }
 #pragma unroll 2
-  for (int32_t j = 0; j < F && j < Policy::window; ++j) {
+  for (int32_t j = 0; j < F; ++j) {
     const float coef_j = __shfl_sync(0xffffffffu, coef, j);
     if (j > 0) load_entry(j);
 #pragma unroll
@@ -1086,8 +1112,8 @@ __device__ bool fold_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_s
     for (int e = 0; e < unit; ++e) part[i] = math::fma(v[i][e], tile.c[e], part[i]);
     const int32_t row = tile.row(lanes, i);
     if (row < s.head_dim)
-      store_row<typename Policy::rounding, kept_values::formed>(
-          st.checkpoint, int32_t(uint32_t(row * s.state_dim + lanes.column()) / unit), v[i], key);
+      store_row<typename Policy::rounding, kept_values::formed>(st.checkpoint, tile_t::chunk_of(s, lanes, row), v[i],
+                                                                key);
   }
   tile.outputs(in, s, lanes, part, out);
   return true;
