@@ -227,9 +227,8 @@ constexpr bool steps_in_tiles() {
 
 /// The decode step of a small batch, rows of `warp::common_state_dim` elements
 /// (`tile_lanes`): block (i, g, b) runs head h = g H / G + i (of group g) of request b, warp
-/// w the w-th tile of its rows
-/// held in registers (`warp::detail::read_tile` or `fold_tile`, as the head's cursor plans
-/// it; a head of up to `tile_threads / 32` tiles), every load issued before the warp learns
+/// w the w-th tile of its rows held in registers (`warp::detail::read_tile` or `fold_tile`,
+/// as the head's cursor plans it; a head of up to `tile_threads / 32` tiles), every load issued before the warp learns
 /// whether the request may step: a write-back step's block checks the whole request itself,
 /// its threads splitting the heads (no cursor of it changes but its flush count), a replay
 /// step's reads the planner's verdict (the planner, launched before, runs beside it, and

@@ -100,9 +100,30 @@ REPLAYSSM_HOST_DEVICE uint32_t head_errors(const Params& p, int32_t b, int32_t s
   return head_plan<Policy, Kind>(p, b, slot, h).error;
 }
 
-/// Slots or cursors a request's checks load at once (`slot_errors`, `check_request_share`):
-/// a memory latency per so many of a thread's share on the device, not one per load.
+/// Slots or cursors a request's checks load at once (`visit_loaded`): a memory latency per so
+/// many of a thread's share on the device, not one per load.
 inline constexpr int32_t loads_at_once = 4;
+
+/// Visits a thread's share of `count` items (first, first + stride, ...) `loads_at_once` at a
+/// time: `load(i)` of each of them first (of item `fallback`, which must be loadable, in place
+/// of those past the end), then `use(i, loaded)` of each in turn until one returns false.
+/// Returns whether every `use` returned true.
+template <class Load, class Use>
+REPLAYSSM_HOST_DEVICE bool visit_loaded(int32_t first, int32_t stride, int32_t count, int32_t fallback, Load&& load,
+                                        Use&& use) {
+  REPLAYSSM_ROLLED
+  for (int32_t i = first; i < count; i += loads_at_once * stride) {
+    decltype(load(i)) loaded[loads_at_once];
+    REPLAYSSM_UNROLL
+    for (int32_t k = 0; k < loads_at_once; ++k) loaded[k] = load(i + k * stride < count ? i + k * stride : fallback);
+    REPLAYSSM_UNROLL
+    for (int32_t k = 0; k < loads_at_once; ++k) {
+      if (i + k * stride >= count) break;
+      if (!use(i + k * stride, loaded[k])) return false;
+    }
+  }
+  return true;
+}
 
 /// step_error bits of request `b`'s slot: outside [0, num_slots), or shared with another
 /// request of the step (among the requests first, first + stride, ...: a lane's share of
@@ -112,21 +133,10 @@ REPLAYSSM_HOST_DEVICE uint32_t slot_errors(const Params& p, int32_t b, int32_t f
   const int32_t slot = request_slot(p, b);
   if (slot == p.pad_slot_id) return step_ok;
   if (slot < 0 || slot >= p.num_slots) return error_slot_out_of_range;
-  REPLAYSSM_ROLLED
-  for (int32_t other = first; other < p.batch; other += loads_at_once * stride) {
-    int32_t slots[loads_at_once];  // request b's own in place of those past the end
-    REPLAYSSM_UNROLL
-    for (int32_t k = 0; k < loads_at_once; ++k) {
-      const int32_t r = other + k * stride;
-      slots[k] = request_slot(p, r < p.batch ? r : b);
-    }
-    REPLAYSSM_UNROLL
-    for (int32_t k = 0; k < loads_at_once; ++k) {
-      const int32_t r = other + k * stride;
-      if (r < p.batch && r != b && slots[k] == slot) return error_duplicate_slot;
-    }
-  }
-  return step_ok;
+  const bool unshared = visit_loaded(
+      first, stride, p.batch, b, [&](int32_t other) { return request_slot(p, other); },
+      [&](int32_t other, int32_t other_slot) { return other == b || other_slot != slot; });
+  return unshared ? step_ok : error_duplicate_slot;
 }
 
 /// How a request takes a decode step: not at all, a read step on every head, or a flush on
@@ -149,23 +159,15 @@ REPLAYSSM_HOST_DEVICE request_share check_request_share(const Params& p, int32_t
   request_share r{slot_errors(p, b, first, stride), false, false};
   if (slot == p.pad_slot_id || (r.errors & error_slot_out_of_range)) return r;
   const int32_t phase = slot_phase<Policy>(p, slot);
-  REPLAYSSM_ROLLED
-  for (int32_t h = first; h < p.heads; h += loads_at_once * stride) {
-    replay_cursor cursors[loads_at_once];  // the last head's in place of those past the end
-    REPLAYSSM_UNROLL
-    for (int32_t k = 0; k < loads_at_once; ++k) {
-      const int32_t head = h + k * stride;
-      cursors[k] = head_cursor(p, slot, head < p.heads ? head : p.heads - 1);
-    }
-    REPLAYSSM_UNROLL
-    for (int32_t k = 0; k < loads_at_once; ++k) {
-      if (h + k * stride >= p.heads) break;
-      const step_plan plan = head_plan<Policy, Kind>(p, b, cursors[k], phase);
-      r.errors |= plan.error;
-      r.flushes |= plan.error == step_ok && plan.writes_checkpoint;
-      r.reads |= plan.error == step_ok && !plan.writes_checkpoint;
-    }
-  }
+  visit_loaded(
+      first, stride, p.heads, 0, [&](int32_t h) { return head_cursor(p, slot, h); },
+      [&](int32_t, const replay_cursor& cursor) {
+        const step_plan plan = head_plan<Policy, Kind>(p, b, cursor, phase);
+        r.errors |= plan.error;
+        r.flushes |= plan.error == step_ok && plan.writes_checkpoint;
+        r.reads |= plan.error == step_ok && !plan.writes_checkpoint;
+        return true;
+      });
   return r;
 }
 
