@@ -18,20 +18,23 @@ namespace {
 
 using policy = replay_policy<8, fp32_format>;
 
-/// A request's checks as written from their definition: another request of the step in its
-/// slot, else the union of its heads' plans (one head at a time).
+/// A request's checks as written from their definition, for the cursors this test makes
+/// (a flush done, start 0): another request of the step in its slot; a head whose window
+/// holds more than W entries is out of range; one whose decode token fills the window
+/// (W - 1 entries held) flushes, the others read.
 request_share expected_share(const mamba2_params<float>& p, int32_t b) {
-  const int32_t slot = request_slot(p, b);
+  const int32_t slot = p.slot_indices[b];
   request_share r{step_ok, false, false};
-  if (slot == p.pad_slot_id) return r;
-  if (slot < 0 || slot >= p.num_slots) return r.errors = error_slot_out_of_range, r;
   for (int32_t other = 0; other < p.batch; ++other)
-    if (other != b && request_slot(p, other) == slot) r.errors = error_duplicate_slot;
+    if (other != b && p.slot_indices[other] == slot) r.errors = error_duplicate_slot;
   for (int32_t h = 0; h < p.heads; ++h) {
-    const step_plan plan = head_plan<policy, step_kind::decode>(p, b, slot, h);
-    r.errors |= plan.error;
-    r.flushes |= plan.error == step_ok && plan.writes_checkpoint;
-    r.reads |= plan.error == step_ok && !plan.writes_checkpoint;
+    const int32_t length = p.cursors[int64_t(slot) * p.heads + h].length;
+    if (length > policy::window)
+      r.errors |= error_cursor_out_of_range;
+    else if (length == policy::window - 1)
+      r.flushes = true;
+    else
+      r.reads = true;
   }
   return r;
 }
