@@ -85,12 +85,12 @@ struct mamba2_warp_config {
   /// Stages in each warp's ring. A read step consumes a stage in place and keeps two: an
   /// SM's many warps keep enough bytes in flight with two each, and the shared memory a
   /// third would take holds more warps, which hide the window's arithmetic after the stream.
-  /// A flush of a window copies each stage to registers and releases it before its long
-  /// fold, so two stages in flight keep it fed and leave shared memory for more warps; a
-  /// write-back step, whose fold is one entry, keeps three.
+  /// A flush keeps three: it copies each stage to registers and releases it before its
+  /// long fold, and a warp that waits for its stage to land waits less with more in flight
+  /// (the room is what a stage's weighted x leaves: docs/kernels.md).
   template <int Tokens>
   static constexpr int read_stages = 2;
-  static constexpr int flush_stages = window > 1 ? 2 : 3;
+  static constexpr int flush_stages = 3;
   using read_lanes = unit_lanes<read_stage, read_unit>;
   using flush_lanes = unit_lanes<flush_stage, flush_unit>;
   template <copy_engine Engine, int Tokens = 1>
@@ -171,7 +171,6 @@ struct mamba2_warp_layout {
       flushes ? sizeof(typename config::template flush_stream<copy_engine::bulk>::TempStorage)
               : sizeof(typename config::template read_stream<copy_engine::bulk, Tokens>::TempStorage);
   uint32_t x_pitch, B_pitch;  ///< bytes per stored row of x and of B
-  uint32_t padded_rows;       ///< head rows rounded up to whole stages
   uint32_t x, z, B;           ///< stored rows: x of every entry, the tokens' z, B of every entry
   uint32_t window_dt, dt, log_decay, coef, weight, decay, row_sum, weighted_x, bytes;
 
@@ -181,7 +180,6 @@ struct mamba2_warp_layout {
     l.x_pitch = align16(uint32_t(s.head_dim) * sizeof(Act));
     l.B_pitch = align16(uint32_t(s.state_dim) * sizeof(Act));
     const uint32_t R = uint32_t(config::template stage_rows<Role>(s.state_dim));
-    l.padded_rows = (uint32_t(s.head_dim) + R - 1) & ~(R - 1);
     uint32_t at = stream_bytes;
     auto take = [&at](uint32_t n) {
       const uint32_t start = at;
@@ -198,7 +196,7 @@ struct mamba2_warp_layout {
     l.weight = take(stages_weights ? Tokens * window * 4 : 0);
     l.decay = take(decays * 4);
     l.row_sum = take(Tokens * uint32_t(s.head_dim) * 4);
-    l.weighted_x = take(flushes ? folded_entries * l.padded_rows * 4 : 0);
+    l.weighted_x = take(flushes ? folded_entries * R * 4 : 0);  // a stage's rows
     l.bytes = (at + 127u) / 128u * 128u;
     return l;
   }
@@ -332,9 +330,10 @@ __device__ void load_activations(const Act* from, float (&out)[Width]) {
 template <int LaneRows, class Lanes, int Parts>
 __device__ void store_row_sums(const Lanes& lanes, float (&part)[Parts], int32_t first_row, int32_t end, int32_t tokens,
                                int32_t rows_per_token, float* row_sum) {
+  constexpr bool one_token = Parts == LaneRows;  // then t is 0: a known constant
   lanes.row_sums(part).for_each_owned(part, [&](int k, float sum) {
-    const int32_t t = k / LaneRows, row = first_row + k % LaneRows;
-    if (row < end && t < tokens) row_sum[t * rows_per_token + row] = sum;
+    const int32_t t = one_token ? 0 : k / LaneRows, row = first_row + (one_token ? k : k % LaneRows);
+    if (row < end && (one_token || t < tokens)) row_sum[t * rows_per_token + row] = sum;
   });
 }
 
@@ -856,29 +855,16 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
   const flush_keys<folded_entries, unit, Act, layout_t::flush_keys_at> keys(entry, w, column, F);
   if constexpr (reads_drafts) key_dots<W, Tokens>(entry, F, w.floats(w.l.weight), N, T, T, lane);
 
-  // The coefficients and the weighted x_j must be ready before the first stage folds; rows
-  // past the head (every lane folds whole runs of rows) fold the last row's, and are never
-  // stored. Every stage folds all W entries of a run without a branch, so that the loads of
-  // the next entries issue early: an entry past the window's end (a first window shortened
-  // by its phase) has weighted x -0 and keys 0, and s + (-0) * 0 = s for every s, +-0
-  // included, as if it were not folded.
+  // The coefficients are ready before the first stage folds. Every stage folds all W
+  // entries of a run without a branch, so that the loads of the next entries issue early:
+  // an entry past the window's end (a first window shortened by its phase) has weighted x
+  // -0 and keys 0, and s + (-0) * 0 = s for every s, +-0 included, as if it were not folded.
   stage_decays(w, in, plan, staged, tokens, lane);
   flush_coefficients(w, F, folds, lane);
   if constexpr (reads_drafts) query_coefficients<W>(w.from_row(F), 1, T, w.floats(w.l.decay) + 1, lane);
-  const int32_t padded_rows = int32_t(w.l.padded_rows);
-  float* weighted_x = w.floats(w.l.weighted_x);
   const float* decay = w.floats(w.l.decay);
-  float coef[folded_entries];  // entries past F: their coefficients and rows are read and discarded
-  load_scratch(w.floats(w.l.coef), coef);
-  for (int32_t p = lane; p < padded_rows; p += 32) {
-    // Entry j's row p at x + j * pitch and at out + j * padded_rows. A row past the head folds a copy
-    // of the last, never stored.
-    const uint8_t* x = reinterpret_cast<const uint8_t*>(w.x(0) + (p < P ? p : P - 1));
-    float* out = weighted_x + p;
-#pragma unroll
-    for (int j = 0; j < folded_entries; ++j, x += w.l.x_pitch, out += padded_rows)
-      *out = j >= F ? -0.0f : weighted_value(coef[j], to_float(*reinterpret_cast<const Act*>(x)));
-  }
+  const float* coef = w.floats(w.l.coef);
+  float* weighted_x = w.floats(w.l.weighted_x);
   __syncwarp();
 
   if (!gate()) {
@@ -887,9 +873,9 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
   }
   random_stream_key key = st.key;
   key.flush_index = plan.flush_count;
-  const int32_t stage_rows = config::template stage_rows<warp_role::flush>(N);
   float* row_sum = w.floats(w.l.row_sum);
   with_unit_lanes<config::flush_stage, unit>(N, lane, [&](const auto& lanes) {
+    const int32_t R = lanes.stage_rows();  // a constant for the common state dimension
     // Each stage is copied to registers (decayed) and released before the window folds in, so
     // that the next copy is in flight during the fold (KERNELS.md's flush).
     auto decayed_stage = [&](int, const uint8_t* data, const uint8_t* scales, int32_t) {
@@ -920,12 +906,24 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
 #pragma unroll
         for (int e = 0; e < unit; ++e) part[i] = math::fma(t.v[i][e], c[token][e], part[i]);
       }
-      store_row_sums<lane_rows>(lanes, part, rows.first + stage * stage_rows + lanes.row(0), end, 1, P,
-                                row_sum + token * P);
+      store_row_sums<lane_rows>(lanes, part, rows.first + stage * R + lanes.row(0), end, 1, P, row_sum + token * P);
+    };
+    // A stage's weighted x (coef_j x_j of its R rows, entry j's at j R), formed by the lanes
+    // together before its fold: a stage's room of shared memory rather than the head's leaves
+    // room for more warps. Rows past the head (every lane folds whole runs of rows) fold the
+    // last row's, and are never stored.
+    auto weigh_stage = [&](int32_t first_row) {
+      __syncwarp();  // the stage before has been folded
+      for (int32_t k = lane; k < folded_entries * R; k += 32) {
+        const int32_t j = int32_t(uint32_t(k) / uint32_t(R)), p = first_row + int32_t(uint32_t(k) % uint32_t(R));
+        weighted_x[k] = j >= F ? -0.0f : weighted_value(coef[j], to_float(w.x(j)[p < P ? p : P - 1]));
+      }
+      __syncwarp();
     };
     auto fold_and_store = [&](int stage, state_tile<lane_rows, unit>& t) {
+      weigh_stage(rows.first + stage * R);
       // The lane's first row; its other lane_rows - 1 rows follow.
-      const int32_t row0 = rows.first + stage * stage_rows + lanes.row(0);
+      const int32_t row0 = rows.first + stage * R + lanes.row(0);
 #pragma unroll
       for (int f = 0; f < max_folds; ++f) {
         if (f >= folds) break;  // the same on every lane
@@ -940,7 +938,7 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
         for (int j = f * W; j < f * W + W; ++j) {
           float b[unit], x[lane_rows];
           keys.load(j, b);
-          load_scratch(weighted_x + j * padded_rows + row0, x);
+          load_scratch(weighted_x + j * R + lanes.row(0), x);
 #pragma unroll
           for (int i = 0; i < lane_rows; ++i)
 #pragma unroll
@@ -950,16 +948,16 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
 #pragma unroll
         for (int i = 0; i < lane_rows; ++i) {
           if (row0 + i >= end) continue;
-          const uint32_t element = uint32_t((row0 + i) * N + column);  // unsigned: chunks by shifts
           using rounding = typename Policy::rounding;
+          const int32_t chunk = lanes.template chunk_of<ckpt_chunk>(row0 + i);
           if constexpr (snapshot) {
-            store_row<rounding, kept>(snapshots[f], int32_t(element / ckpt_chunk), t.v[i], key);
+            store_row<rounding, kept>(snapshots[f], chunk, t.v[i], key);
           } else if constexpr (Policy::shared_state) {
-            store_row<rounding, kept>(st.checkpoint, int32_t(element / ckpt_chunk), t.v[i], key);
+            store_row<rounding, kept>(st.checkpoint, chunk, t.v[i], key);
           } else {  // a separate read copy rounds to nearest (head_step.hpp says why)
-            store_row<rounding, kept_values::formed>(st.checkpoint, int32_t(element / ckpt_chunk), t.v[i], key);
-            store_row<round_nearest_even, kept>(st.read_copy, int32_t(element / config::read_format::chunk_elems),
-                                                t.v[i], key);
+            store_row<rounding, kept_values::formed>(st.checkpoint, chunk, t.v[i], key);
+            store_row<round_nearest_even, kept>(
+                st.read_copy, lanes.template chunk_of<config::read_format::chunk_elems>(row0 + i), t.v[i], key);
           }
         }
       }
@@ -999,13 +997,8 @@ struct state_tile_rows {
                              mamba2_layer_shape s, int32_t first, const Lanes& lanes)
       : first_row(first) {
 #pragma unroll
-    for (int i = 0; i < lane_rows; ++i) stored[i] = view.fetch(chunk_of(s, lanes, clamped(s, lanes, i)));
+    for (int i = 0; i < lane_rows; ++i) stored[i] = view.fetch(lanes.template chunk_of<unit>(clamped(s, lanes, i)));
     load_activations<unit>(in.C.at(0) + lanes.column(), c);
-  }
-  /// The chunk of the lane's unit in the head's row `r`: consecutive rows' a constant apart,
-  /// so that their addresses fold into one.
-  __device__ static int32_t chunk_of(mamba2_layer_shape s, const Lanes& lanes, int32_t r) {
-    return r * (s.state_dim / unit) + int32_t(uint32_t(lanes.column()) / unit);
   }
   /// The head's row of the lane's i-th row.
   __device__ int32_t row(const Lanes& lanes, int i) const { return first_row + lanes.row(i); }
@@ -1112,7 +1105,7 @@ __device__ bool fold_tile(const mamba2_head_inputs<Act>& in, const mamba2_head_s
     for (int e = 0; e < unit; ++e) part[i] = math::fma(v[i][e], tile.c[e], part[i]);
     const int32_t row = tile.row(lanes, i);
     if (row < s.head_dim)
-      store_row<typename Policy::rounding, kept_values::formed>(st.checkpoint, tile_t::chunk_of(s, lanes, row), v[i],
+      store_row<typename Policy::rounding, kept_values::formed>(st.checkpoint, lanes.template chunk_of<unit>(row), v[i],
                                                                 key);
   }
   tile.outputs(in, s, lanes, part, out);

@@ -148,12 +148,22 @@ struct unit_lanes {
   }
   /// Lanes that share a row (the units of a row).
   __device__ int units_per_row() const { return RowLanes > 0 ? RowLanes : group; }
+  /// Rows of a stage: every row group's `rows` rows.
+  __device__ int stage_rows() const { return rows * (32 / units_per_row()); }
   /// Row within the stage of the lane's i-th row.
   __device__ int row(int i) const { return first_row + i; }
   /// Index within the stage of the lane's unit of its i-th row.
   __device__ int unit_index(int i) const { return row(i) * units_per_row() + first_unit; }
   /// First element within a row of the lane's unit.
   __device__ int column() const { return first_unit * Unit; }
+  /// The chunk of `ChunkElems` elements (a divisor of `Unit`) that starts the lane's unit in
+  /// the head's row `row`: consecutive rows' a constant apart where the row group is, so
+  /// that a lane's stores of its rows share one address.
+  template <int ChunkElems>
+  __device__ int32_t chunk_of(int32_t row) const {
+    static_assert(Unit % ChunkElems == 0, "unit_lanes::chunk_of: whole chunks in a unit");
+    return row * (units_per_row() * (Unit / ChunkElems)) + first_unit * (Unit / ChunkElems);
+  }
   /// Sums the lane's partial sums `v` of its rows over the lanes of each row (`reduce_scatter`).
   template <int N>
   __device__ value_share row_sums(float (&v)[N]) const {
