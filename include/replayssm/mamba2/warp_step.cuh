@@ -552,7 +552,15 @@ struct flush_keys<W, Columns, Act, key_place::shared_memory> {
   __device__ flush_keys(const entry_rows<Policy, Act>&, const warp_window<Layout, Act>& w, int32_t column, int32_t)
       : first(reinterpret_cast<const uint8_t*>(w.B(0) + column)), pitch(w.l.B_pitch) {}
   __device__ void load(int j, float (&out)[Columns]) const {
-    load_activations<Columns>(reinterpret_cast<const Act*>(first + j * pitch), out);
+    using stored = stored_activations<Columns, Act>;
+    if constexpr (std::is_void_v<typename stored::vector>) {
+      load_activations<Columns>(reinterpret_cast<const Act*>(first + j * pitch), out);
+    } else {  // staged rows start at whole vectors, and so do a lane's columns: no alignment test
+      stored k;
+      k.loaded = *reinterpret_cast<const typename stored::vector*>(first + j * pitch);
+#pragma unroll
+      for (int e = 0; e < Columns; ++e) out[e] = k.at(e);
+    }
   }
 };
 
