@@ -5,10 +5,12 @@
 //
 //   out = rmsnorm(y) * weight,   y = the replay output, its gate silu(z) included
 //
-// With `--device cuda` the kernel is replay_norm_kernel.cuh: one warp per head on the
-// library's warp primitive, warp::mamba2_warp_step (what the ready-made CUDA steps are built
-// from). On the CPU the same step is the head step with the serial executor. It checks
-// itself against the ready-made step followed by a separate normalization, and prints
+// With `--device cuda` the kernel is replay_norm_kernel.cuh, on the library's warp
+// primitives (what the ready-made CUDA steps are built from): at this small batch a block
+// per head in tiles (warp::mamba2_tile_step), at large ones a warp per head
+// (warp::mamba2_warp_step). On the CPU the same step is the head step with the serial
+// executor. It checks itself against the ready-made step followed by a separate
+// normalization, and prints
 //
 //   fused_vs_readymade_max_rel_err=<value> steps=<n> device=<cpu|cuda>
 #include <replayssm/replayssm.hpp>

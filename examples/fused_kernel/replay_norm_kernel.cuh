@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// An engine's own CUDA kernel built on the library's warp primitive (warp::mamba2_warp_step):
-// one warp per (request, head) runs the head's replay decode step, then the RMSNorm of
-// Mamba-2's gated output over the head's channels:
+// An engine's own CUDA kernels built on the library's warp primitives: each runs the replay
+// decode step of every (request, head), then the RMSNorm of Mamba-2's gated output over the
+// head's channels:
 //
 //   out = rmsnorm(y) * weight,   y = the step's output, its gate silu(z) included
 //
-// The step hands its outputs to the kernel (the primitive's output handler) rather than
-// storing them: they wait in shared memory for the norm, and are written once, normalized;
-// the norm's weight rows are copied into shared memory while the state streams.
+// The step hands its outputs to the kernel (the primitives' output handler) rather than
+// storing them: they wait in shared memory for the norm, and are written once, normalized.
 // So the norm needs no second launch, no pass of its own over the layer's outputs and no
-// read-back. At small batches a head's rows run over the four warps of a block, which meet
-// once for the norm's sum. Shared by the fused_kernel example, its benchmark
-// (bench/mamba2/fused_bench.cu) and a GPU test.
+// read-back. One warp per head (warp::mamba2_warp_step, the state streamed; the norm's
+// weight rows are copied into shared memory behind it), or, where a batch's heads fit the
+// device at once, a block per head in tiles (warp::mamba2_tile_step, its rows in
+// registers), whose warps meet once for the norm's sum. Shared by the fused_kernel example,
+// its benchmark (bench/mamba2/fused_bench.cu) and a GPU test.
 #pragma once
 
 #include <replayssm/cuda.cuh>
@@ -70,33 +71,15 @@ uint32_t engine_warp_bytes(replayssm::mamba2_layer_shape s, step_epilogue epilog
   return step + (epilogue == step_epilogue::rmsnorm ? 2u * norm_rows::padded(s.head_dim) * 4u : 0u);
 }
 
-/// Where a warp of the engine's kernel works: head `h` of request `b`, part `part` of the
-/// head's `Parts` warps (a block holds `engine_warps / Parts` heads).
-template <int Parts>
-struct engine_place {
-  static_assert(Parts == 1 || Parts == engine_warps, "engine_place: a head takes one warp or a block");
-  int32_t b, h, part, warp;
-  __device__ engine_place()
-      : b(int32_t(blockIdx.y)),
-        h(int32_t(blockIdx.x) * (engine_warps / Parts) + int32_t(threadIdx.x / 32) / Parts),
-        part(int32_t(threadIdx.x / 32) % Parts),
-        warp(int32_t(threadIdx.x / 32)) {}
-};
-
-/// The step of one warp's rows of a head as its plan's role says, on the warp's temp
-/// storage: with the norm the head's `weight` rows are copied into `norm` behind the state's
-/// stream, and the outputs stay in `norm.kept` (their squares summed), else they are stored;
-/// then `meet()`, which returns once every warp of the head has stepped, then the cursor
-/// moves. Returns the warp's rows.
-template <step_epilogue Epilogue, int Parts, replayssm::warp::warp_role Role, class Policy, class Act, class Meet>
-__device__ replayssm::warp::row_range step_rows(const replayssm::mamba2_head_views<Policy, Act>& v,
-                                                replayssm::mamba2_layer_shape shape, const replayssm::step_plan& plan,
-                                                int32_t part, uint8_t* warp_storage, const float* weight,
-                                                norm_rows& norm, Meet&& meet) {
-  using step_t = replayssm::warp::mamba2_warp_step<Policy, Act, Role>;
-  const replayssm::warp::row_range rows =
-      Parts == 1 ? replayssm::warp::row_range{0, shape.head_dim} : step_t::part_rows(shape, Parts, part);
-  step_t step(warp_storage, v.state, shape, rows);
+/// The step of a whole head by one warp as its plan's role says, on the warp's temp storage:
+/// with the norm the head's `weight` row is copied into `norm` behind the state's stream,
+/// and the outputs stay in `norm.kept` (their squares summed), else they are stored; then
+/// the cursor moves.
+template <step_epilogue Epilogue, replayssm::warp::warp_role Role, class Policy, class Act>
+__device__ void step_head(const replayssm::mamba2_head_views<Policy, Act>& v, replayssm::mamba2_layer_shape shape,
+                          const replayssm::step_plan& plan, uint8_t* warp_storage, const float* weight,
+                          norm_rows& norm) {
+  replayssm::warp::mamba2_warp_step<Policy, Act, Role> step(warp_storage, v.state, shape);
   if constexpr (Epilogue == step_epilogue::rmsnorm) {
     replayssm::warp::lanes_copy(norm.weight, weight, uint32_t(shape.head_dim) * 4u, int(threadIdx.x % 32));
     replayssm::warp::lanes_commit();
@@ -107,56 +90,88 @@ __device__ replayssm::warp::row_range step_rows(const replayssm::mamba2_head_vie
   } else {
     step.step(v.in, plan);
   }
-  meet();
-  if (part == 0) step.advance_cursor(plan);
-  return rows;
+  step.advance_cursor(plan);
 }
 
-/// One decode step of every request of `p` (grid: head blocks x batch), a head's rows over
-/// `Parts` warps of a block (1 or `engine_warps`); with the norm each head's outputs are
-/// normalized with its `weight` rows before they are stored, so that they are written once.
-/// Pad rows are skipped; the engine validated `p` once on the host, and a head whose cursor
-/// no step could have left is not stepped.
-template <step_epilogue Epilogue, int Parts, class Policy, class Act>
+/// One decode step of every request of `p` (grid: head blocks x batch), one warp per head;
+/// with the norm each head's outputs are normalized with its `weight` row before they are
+/// stored, so that they are written once. Pad rows are skipped; the engine validated `p`
+/// once on the host, and a head whose cursor no step could have left is not stepped.
+template <step_epilogue Epilogue, class Policy, class Act>
 __global__ void __launch_bounds__(engine_warps * 32)
     replay_norm_kernel(const replayssm::mamba2_params<Act> p, const float* weight, float eps, uint32_t warp_bytes) {
   using namespace replayssm;
   extern __shared__ float4 storage[];
-  __shared__ float sums[engine_warps];
-  const engine_place<Parts> at;
-  if (at.h >= p.heads) return;  // the same for every warp of a head
-  const int32_t slot = request_slot(p, at.b);
+  const int32_t warp_index = int32_t(threadIdx.x / 32), b = int32_t(blockIdx.y);
+  const int32_t h = int32_t(blockIdx.x) * engine_warps + warp_index;
+  if (h >= p.heads) return;
+  const int32_t slot = request_slot(p, b);
   if (slot == p.pad_slot_id) return;
-  const mamba2_head_views<Policy, Act> v(p, at.b, at.h, slot);
+  const mamba2_head_views<Policy, Act> v(p, b, h, slot);
   const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
   if (plan.error != step_ok) return;
-  uint8_t* warp_storage = reinterpret_cast<uint8_t*>(storage) + at.warp * warp_bytes;
-  const float* head_weight = Epilogue == step_epilogue::rmsnorm ? weight + int64_t(at.h) * p.head_dim : nullptr;
+  uint8_t* warp_storage = reinterpret_cast<uint8_t*>(storage) + warp_index * warp_bytes;
+  const float* head_weight = Epilogue == step_epilogue::rmsnorm ? weight + int64_t(h) * p.head_dim : nullptr;
   norm_rows norm(warp_storage + warp_bytes, p.head_dim);
-  const mamba2_layer_shape shape = p.shape();
-  float sum = 0.0f;  // the head's sum of squares
-  auto meet = [&] {  // the norm's sum of the head, and every warp of it done before the cursor moves
-    if constexpr (Epilogue == step_epilogue::rmsnorm) sum = warp_sum(norm.sum);
-    if constexpr (Parts > 1) {
-      if (threadIdx.x % 32 == 0) sums[at.warp] = sum;
-      __syncthreads();
-      sum = 0.0f;
-      for (int32_t k = 0; k < Parts; ++k) sum += sums[at.warp - at.part + k];
-    }
-  };
   using warp::warp_role;
-  [[maybe_unused]] const warp::row_range rows =
-      warp::role_of(plan) == warp_role::flush
-          ? step_rows<Epilogue, Parts, warp_role::flush>(v, shape, plan, at.part, warp_storage, head_weight, norm, meet)
-          : step_rows<Epilogue, Parts, warp_role::read>(v, shape, plan, at.part, warp_storage, head_weight, norm, meet);
+  if (warp::role_of(plan) == warp_role::flush)
+    step_head<Epilogue, warp_role::flush>(v, p.shape(), plan, warp_storage, head_weight, norm);
+  else
+    step_head<Epilogue, warp_role::read>(v, p.shape(), plan, warp_storage, head_weight, norm);
   if constexpr (Epilogue == step_epilogue::rmsnorm) {
-    const float inverse = rsqrtf(sum / float(p.head_dim) + eps);
-    warp::lanes_wait<0>();  // the weight rows (long since landed)
+    const float inverse = rsqrtf(warp_sum(norm.sum) / float(p.head_dim) + eps);
+    warp::lanes_wait<0>();  // the weight row (long since landed)
     __syncwarp();
     Act* y = v.in.y.at(0);
-    for (int32_t r = rows.first + int32_t(threadIdx.x % 32); r < rows.first + rows.count; r += 32)
+    for (int32_t r = int32_t(threadIdx.x % 32); r < p.head_dim; r += 32)
       y[r] = from_float<Act>(norm.kept[r] * inverse * norm.weight[r]);
   }
+}
+
+/// Tiles (warps) per block of the tile kernel, at most: a head of up to 16 tiles.
+inline constexpr int max_tiles = 16;
+
+/// The same step where a batch's heads fit the device at once: block (i, g, b) holds head
+/// h = g H / G + i (of group g, so that its views divide nothing) of request b, warp t its
+/// tile t (`warp::mamba2_tile_step`: rows held in registers, no stream). With the norm the
+/// outputs wait in shared memory, each warp's sum of squares meets the others' at one
+/// barrier, and each warp stores its own rows, normalized.
+template <step_epilogue Epilogue, class Policy, class Act>
+__global__ void __launch_bounds__(max_tiles * 32)
+    replay_norm_tiles_kernel(const replayssm::mamba2_params<Act> p, const float* weight, float eps) {
+  using namespace replayssm;
+  using tile_step = warp::mamba2_tile_step<Policy, Act>;
+  __shared__ typename tile_step::TempStorage storage[max_tiles];
+  __shared__ float kept[max_tiles * tile_step::tile_rows];
+  __shared__ float sums[max_tiles];
+  const int32_t tile = int32_t(threadIdx.x / 32), tiles = int32_t(blockDim.x / 32);
+  const int32_t g = int32_t(blockIdx.y), h = g * int32_t(gridDim.x) + int32_t(blockIdx.x), b = int32_t(blockIdx.z);
+  const int32_t slot = request_slot(p, b);
+  if (slot == p.pad_slot_id) return;
+  const mamba2_head_views<Policy, Act> v(p, b, h, g, slot);
+  const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
+  if (plan.error != step_ok) return;  // the same for every warp of the block
+  tile_step step(storage[tile], v.state, p.shape(), tile);
+  if constexpr (Epilogue == step_epilogue::rmsnorm) {
+    float sum = 0.0f;
+    step.step(v.in, plan, [&](int32_t, int32_t r, float y) {
+      kept[r] = y;
+      sum = fmaf(y, y, sum);
+    });
+    sum = warp_sum(sum);
+    if (threadIdx.x % 32 == 0) sums[tile] = sum;
+    __syncthreads();  // every tile stepped, every sum in
+    sum = 0.0f;
+    for (int32_t t = 0; t < tiles; ++t) sum += sums[t];
+    const float inverse = rsqrtf(sum / float(p.head_dim) + eps);
+    const int32_t r = tile * tile_step::tile_rows + int32_t(threadIdx.x % 32);  // a row of the warp's tile
+    if (threadIdx.x % 32 < tile_step::tile_rows && r < p.head_dim)
+      v.in.y.at(0)[r] = from_float<Act>(kept[r] * inverse * weight[int64_t(h) * p.head_dim + r]);
+  } else {
+    step.step(v.in, plan);
+    __syncthreads();  // every tile stepped
+  }
+  if (tile == 0) step.advance_cursor(plan);
 }
 
 /// The norm alone, one warp per (request, head): what follows the ready-made step.
@@ -176,31 +191,47 @@ inline replayssm::status launched(const char* what) {
                           : replayssm::status::error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-/// Launches `replay_norm_kernel` for `Epilogue` over every request of `p` (device params), a
-/// head's rows over `engine_warps` warps where the heads alone would leave most of the
-/// device's warps idle. Its state pools must be 16-byte aligned per head (the bulk copy
-/// engine, sm_90 on).
+/// Launches the tile kernel for `Epilogue` over every request of `p` (device params) if the
+/// policy and the shape step in tiles and every block of the batch is resident at once;
+/// `tiled` says whether it did.
+template <step_epilogue Epilogue, class Policy, class Act>
+replayssm::status launch_tiles(const replayssm::mamba2_params<Act>& p, const float* weight, float eps,
+                               cudaStream_t stream, bool& tiled) {
+  using tile_step = replayssm::warp::mamba2_tile_step<Policy, Act>;
+  tiled = false;
+  if constexpr (tile_step::policy_supported) {
+    const int32_t tiles = tile_step::tiles(p.shape());
+    if (!tile_step::supported(p.shape()) || tiles > max_tiles) return {};
+    const auto kernel = replay_norm_tiles_kernel<Epilogue, Policy, Act>;
+    int device = 0, multiprocessors = 0, blocks_per_sm = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, tiles * 32, 0) != cudaSuccess)
+      return replayssm::status::error("replay_norm_tiles_kernel: querying the device failed");
+    if (int64_t(p.batch) * p.heads > int64_t(blocks_per_sm) * multiprocessors) return {};
+    kernel<<<dim3(p.heads / p.groups, p.groups, p.batch), tiles * 32, 0, stream>>>(p, weight, eps);
+    tiled = true;
+    return launched("replay_norm_tiles_kernel");
+  }
+  return {};
+}
+
+/// Launches the engine's step for `Epilogue` over every request of `p` (device params): in
+/// tiles where a batch's heads fit the device at once, else `replay_norm_kernel`. Its
+/// state pools must be 16-byte aligned per head (the bulk copy engine, sm_90 on).
 template <step_epilogue Epilogue, class Policy, class Act>
 replayssm::status launch_engine_kernel(const replayssm::mamba2_params<Act>& p, const float* weight, float eps,
                                        cudaStream_t stream) {
+  bool tiles = false;
+  if (replayssm::status s = launch_tiles<Epilogue, Policy>(p, weight, eps, stream, tiles); !s || tiles) return s;
   const uint32_t warp_bytes = engine_warp_bytes<Policy, Act>(p.shape(), Epilogue);
   const int smem = int(engine_warps * warp_bytes);
-  const auto whole_heads = replay_norm_kernel<Epilogue, 1, Policy, Act>;
-  const auto split_heads = replay_norm_kernel<Epilogue, engine_warps, Policy, Act>;
-  for (const auto kernel : {whole_heads, split_heads})
-    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        e != cudaSuccess)
-      return replayssm::status::error(std::string("replay_norm_kernel: ") + cudaGetErrorString(e));
-  int device = 0, multiprocessors = 0, blocks_per_sm = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, split_heads, engine_warps * 32, smem) !=
-          cudaSuccess)
-    return replayssm::status::error("replay_norm_kernel: querying the device failed");
-  const bool split = int64_t(p.batch) * p.heads <= int64_t(blocks_per_sm) * multiprocessors;
-  const int32_t heads_per_block = split ? 1 : engine_warps;
-  const dim3 grid((p.heads + heads_per_block - 1) / heads_per_block, p.batch);
-  (split ? split_heads : whole_heads)<<<grid, engine_warps * 32, smem, stream>>>(p, weight, eps, warp_bytes);
+  const auto kernel = replay_norm_kernel<Epilogue, Policy, Act>;
+  if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      e != cudaSuccess)
+    return replayssm::status::error(std::string("replay_norm_kernel: ") + cudaGetErrorString(e));
+  const dim3 grid((p.heads + engine_warps - 1) / engine_warps, p.batch);
+  kernel<<<grid, engine_warps * 32, smem, stream>>>(p, weight, eps, warp_bytes);
   return launched("replay_norm_kernel");
 }
 

@@ -46,6 +46,19 @@ __global__ void mamba2_warp_step_example(const mamba2_params<Act> p, uint32_t wa
 template __global__ void mamba2_warp_step_example<replay_policy<16, fp32_format>, bfloat16_t>(
     const mamba2_params<bfloat16_t>, uint32_t);
 
+#include "mamba2_tile_step_1.inc"
+
+/// The kernel of mamba2_tile_step's example: block (h, b) a head of request b, a warp per tile.
+template <class Policy, class Act>
+__global__ void mamba2_tile_step_example(const mamba2_params<Act> p) {
+  __shared__ typename warp::mamba2_tile_step<Policy, Act>::TempStorage storage[16];
+  const int32_t h = int32_t(blockIdx.x), b = int32_t(blockIdx.y), slot = request_slot(p, b);
+  if (slot == p.pad_slot_id) return;
+  step_tile(mamba2_head_views<Policy, Act>(p, b, h, slot), p.shape(), storage);
+}
+template __global__ void mamba2_tile_step_example<replay_policy<16, fp32_format>, bfloat16_t>(
+    const mamba2_params<bfloat16_t>);
+
 /// The kernel of kernels.md's warp sequence ("In an engine's own kernel"), of a role known
 /// before the stream starts.
 template <class Policy, class Act, warp::warp_role Role>

@@ -205,47 +205,25 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<regist
   step.fold_drafts(v.in, plan, snapshots);
 }
 
-/// The lanes of a tile (`mamba2_tiles_kernel`): rows of `warp::common_state_dim` elements,
-/// the one state dimension tiles take, with a row group that is a compile-time constant. (A
-/// kernel that also held the lanes of any other dimension had twice the code, and a small
-/// step's warps wait on fetching their instructions: docs/kernels.md.)
-template <class Policy>
-using tile_lanes =
-    warp::unit_lanes<warp::mamba2_warp_config<Policy>::flush_stage, warp::mamba2_warp_config<Policy>::flush_unit,
-                     warp::common_state_dim / warp::mamba2_warp_config<Policy>::flush_unit>;
-
-/// Whether a small batch's decode steps of `Policy` can run in tiles (`mamba2_tiles_kernel`):
-/// a state whose reads are of the checkpoint as stored, a window of an entry per lane, and
-/// rows of `warp::common_state_dim` elements that map onto the tile's lanes.
-template <class Policy>
-constexpr bool steps_in_tiles() {
-  using config = warp::mamba2_warp_config<Policy>;
-  if constexpr (Policy::shared_state && Policy::window <= 32)
-    return warp::unit_lanes<config::flush_stage, config::flush_unit>::supported(warp::common_state_dim);
-  return false;
-}
-
-/// The decode step of a small batch, rows of `warp::common_state_dim` elements
-/// (`tile_lanes`): block (i, g, b) runs head h = g H / G + i (of group g) of request b, warp
-/// w the w-th tile of its rows held in registers (`warp::detail::read_tile` or `fold_tile`,
-/// as the head's cursor plans it; a head of up to `tile_threads / 32` tiles), every load issued before the warp learns
-/// whether the request may step: a write-back step's block checks the whole request itself,
-/// its threads splitting the heads (no cursor of it changes but its flush count), a replay
-/// step's reads the planner's verdict (the planner, launched before, runs beside it, and
-/// has read every cursor of the request before any block moves one). The cursor moves once
-/// every warp of the head is done. A small batch's step is as long as a warp's path, not as
+/// The decode step of a small batch in tiles (`warp::mamba2_tile_step`): block (i, g, b) runs
+/// head h = g H / G + i (of group g) of request b, warp w its w-th tile, read or flushed as
+/// the head's cursor plans it (a head of up to `tile_threads / 32` tiles), every load issued
+/// before the warp learns whether the request may step: a write-back step's block checks
+/// the whole request itself, its threads splitting the heads (no cursor of it changes but
+/// its flush count), a replay step's reads the planner's verdict (the planner, launched
+/// before, runs beside it, and has read every cursor of the request before any block moves
+/// one). The cursor moves once every warp of the head is done. A small batch's step is as long as a warp's path, not as
 /// its bytes: the streamed kernels' warps set up a ring and stage the window in shared
 /// memory for rows that here are one tile's loads; so it is launched overlapping the launch
 /// before it (a write-back step's blocks wait for that launch's end before their first load,
 /// a replay step's planner has waited for it) and lets the launch after it start at once.
 template <class Policy, class Act>
 __global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2_params<Act> p) {
-  using config = warp::mamba2_warp_config<Policy>;
-  __shared__ float log_decays[tile_threads / 32][64];
+  using tile_step = warp::mamba2_tile_step<Policy, Act>;
+  __shared__ typename tile_step::TempStorage storage[tile_threads / 32];
   __shared__ request_share shares[tile_threads / 32];  // a write-back step's request check
   const int32_t g = int32_t(blockIdx.y), h = g * int32_t(gridDim.x) + int32_t(blockIdx.x), b = int32_t(blockIdx.z);
   const int32_t warp = int32_t(threadIdx.x / 32);
-  const int32_t lane = int32_t(threadIdx.x % 32);
   if constexpr (Policy::is_writeback) {  // launched overlapping the launch before: it may write any input
     detail::wait_for_previous_launch();
     detail::allow_next_launch();
@@ -256,9 +234,6 @@ __global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2
     return;
   }
   const mamba2_head_views<Policy, Act> v(p, b, h, g, slot);
-  // The one state dimension tiles take (`launch_tiles`), a constant: every row index and
-  // chunk of a tile then folds at compile time.
-  const mamba2_layer_shape shape{p.heads, p.head_dim, warp::common_state_dim, p.groups};
   const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
   const bool flushes = warp::role_of(plan) == warp::warp_role::flush;
   auto gate = [&] {  // every thread of the block asks it
@@ -274,17 +249,10 @@ __global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2
     if constexpr (Policy::is_writeback) gate();
     return;
   }
-  warp::store_outputs<Act> out{v.in};
-  const int32_t first = warp * config::template stage_rows<warp::warp_role::flush>(shape.state_dim);
-  bool stepped = true;  // the same on every warp of the block: one request
-  const tile_lanes<Policy> lanes(shape.state_dim, lane);
-  if (Policy::is_writeback || flushes)  // the two roles' tiles apart: together their registers spilled
-    stepped = warp::detail::fold_tile(v.in, v.state, shape, plan, first, lanes, out, gate, log_decays[warp]);
-  else if constexpr (!Policy::is_writeback)
-    stepped = warp::detail::read_tile(v.in, v.state, shape, plan, first, lanes, out, gate);
-  if (!stepped) return;
+  tile_step step(storage[warp], v.state, p.shape(), warp);
+  if (!step.step(v.in, plan, warp::store_outputs<Act>{v.in}, gate)) return;  // the same on every warp: one request
   __syncthreads();
-  if (threadIdx.x == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, step_kind::decode);
+  if (warp == 0) step.advance_cursor(plan);
 }
 
 /// Launches a small batch's decode step in tiles (`mamba2_tiles_kernel`; a replay step's
@@ -293,11 +261,11 @@ __global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2
 /// device at once; `launched` says whether it did.
 template <class Policy, class Act>
 status launch_tiles(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream, bool& launched) {
+  using tile_step = warp::mamba2_tile_step<Policy, Act>;
   launched = false;
-  if (p.state_dim != warp::common_state_dim) return {};  // the one dimension tiles take (`tile_lanes`)
+  if (!tile_step::supported(p.shape())) return {};
   const auto kernel = mamba2_tiles_kernel<Policy, Act>;
-  const int32_t tile_rows = warp::mamba2_warp_config<Policy>::template stage_rows<warp::warp_role::flush>(p.state_dim);
-  const int32_t warps = (p.head_dim + tile_rows - 1) / tile_rows;
+  const int32_t warps = tile_step::tiles(p.shape());
   int resident = 0;
   if (warps <= tile_threads / 32)
     if (status s = resident_blocks(kernel, d, warps * 32, resident); !s) return s;
@@ -372,8 +340,8 @@ bool bulk_copies_fit(const mamba2_params<Act>& p, const device_limits& d) {
 
 /// A step of `Kind` on the warp kernels with the copy engine `Engine` (validated params). A
 /// decode step of a small batch (every head's block resident at once) runs in tiles, one
-/// launch (`mamba2_tiles_kernel`), where the policy allows (`steps_in_tiles`). Otherwise: a
-/// write-back step is one flush launch; a replay step plans its requests, then its read
+/// launch (`mamba2_tiles_kernel`), where the policy allows (`warp::mamba2_tile_step`).
+/// Otherwise: a write-back step is one flush launch; a replay step plans its requests, then its read
 /// launch runs beside its flush launch (they step different requests), so that the flushes
 /// of staggered windows cost the read step little, or, where every warp of the step fits on
 /// the device at once, one launch reads or flushes each request as planned. A verify step's
@@ -382,7 +350,7 @@ bool bulk_copies_fit(const mamba2_params<Act>& p, const device_limits& d) {
 /// the others (`verify_launches`, a kernel for up to 4 or up to 8 drafts).
 template <class Policy, warp::copy_engine Engine, step_kind Kind, class Act>
 status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
-  if constexpr (Kind == step_kind::decode && steps_in_tiles<Policy>()) {
+  if constexpr (Kind == step_kind::decode && warp::mamba2_tile_step<Policy, Act>::policy_supported) {
     bool tiles = false;
     if (status s = launch_tiles<Policy>(p, d, stream, tiles); !s || tiles) return s;
   }

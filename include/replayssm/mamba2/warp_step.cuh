@@ -22,7 +22,8 @@
 ///    drafts' y from the new state as stored while it is in registers.
 ///
 /// `mamba2_warp_step` is the primitive an engine's kernel instantiates (its comment shows
-/// how); the functions in `detail` are its parts.
+/// how), and `mamba2_tile_step` its small-batch form, a head's rows held in registers over
+/// the warps of a block; the functions in `detail` are their parts.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -1323,6 +1324,107 @@ class mamba2_warp_step {
   mamba2_layer_shape shape_;
   row_range rows_;
   stream_type stream_;
+};
+
+/// One warp's Mamba-2 decode step on a tile of a head, the primitive of a small batch: where
+/// a batch's heads fit the device at once, a step takes as long as a warp's path, not as its
+/// bytes, and a tile's warp holds its rows in registers from their load to the step's end,
+/// with no stream and no window staged in shared memory (docs/kernels.md, "Tiles"). A head
+/// of P rows takes `tiles(shape)` warps, warp t the rows from t `tile_rows`, usually a
+/// block per head. Tiles take rows of `common_state_dim` elements and policies whose reads
+/// are of the checkpoint as stored, with windows of up to 32 (`supported`). Every lane of
+/// the warp calls each member; the temp storage is the warp's `TempStorage`. As in
+/// examples/fused_kernel (this code is compiled by test/gpu/doc_snippets.cu), a block per
+/// head, `storage` the block's `TempStorage[tiles]` in shared memory:
+///
+///     template <class Policy, class Act>
+///     __device__ void step_tile(const mamba2_head_views<Policy, Act>& v, mamba2_layer_shape shape,
+///                               typename warp::mamba2_tile_step<Policy, Act>::TempStorage* storage) {
+///       const int32_t tile = int32_t(threadIdx.x / 32);
+///       const step_plan plan = plan_step<step_kind::decode>(v.state, 1);
+///       if (plan.error != step_ok) return;  // the same on every warp of the block
+///       warp::mamba2_tile_step<Policy, Act> step(storage[tile], v.state, shape, tile);
+///       step.step(v.in, plan);
+///       __syncthreads();  // every tile of the head stepped
+///       if (tile == 0) step.advance_cursor(plan);
+///     }
+template <class Policy, class Act>
+class mamba2_tile_step {
+  using config = mamba2_warp_config<Policy>;
+
+ public:
+  /// The lanes of a tile: its rows' row group a compile-time constant (a kernel that also
+  /// held the lanes of any other state dimension had twice the code, and a small step's
+  /// warps wait on fetching their instructions).
+  using lanes_type = unit_lanes<config::flush_stage, config::flush_unit, common_state_dim / config::flush_unit>;
+  /// Rows of a tile: a flush stage's (each lane holds its unit of `lanes_type::rows` rows).
+  static constexpr int32_t tile_rows = config::flush_stage / common_state_dim;
+  /// The warp's shared memory: the window's log decays and step sizes, formed once a flush
+  /// knows it may write.
+  struct TempStorage {
+    float log_decays[64];
+  };
+
+  /// Whether `Policy` steps in tiles: a state whose reads are of the checkpoint as stored,
+  /// and a window of an entry per lane.
+  static constexpr bool policy_supported =
+      Policy::shared_state && Policy::window <= 32 &&
+      unit_lanes<config::flush_stage, config::flush_unit>::supported(common_state_dim);
+  /// Whether a layer of shape `s` steps in tiles under `Policy`.
+  __host__ __device__ static constexpr bool supported(mamba2_layer_shape s) {
+    return policy_supported && s.state_dim == common_state_dim;
+  }
+  /// Warps (tiles) per head.
+  __host__ __device__ static constexpr int32_t tiles(mamba2_layer_shape s) {
+    return (s.head_dim + tile_rows - 1) / tile_rows;
+  }
+
+  /// The step of tile `tile` of the head whose state is `state` (`shape` `supported`).
+  /// Nothing is loaded yet: `step` loads the tile as its plan's role needs it.
+  __device__ mamba2_tile_step(TempStorage& storage, const mamba2_head_state<Policy, Act>& state,
+                              mamba2_layer_shape shape, int32_t tile)
+      : storage_(storage),
+        state_(state),
+        shape_{shape.heads, shape.head_dim, common_state_dim, shape.groups},
+        first_row_(tile * tile_rows),
+        lanes_(common_state_dim, int(threadIdx.x % 32)) {}
+
+  /// The decode step of `plan` on the tile, as its role (`role_of`) says: a read (y from
+  /// the checkpoint and the window, the token appended) or a flush (the window and the
+  /// token folded, y from the new state, the rows stored). Outputs go to `in.y`; the cursor
+  /// is not moved.
+  __device__ void step(const mamba2_head_inputs<Act>& in, const step_plan& plan) {
+    step(in, plan, store_outputs<Act>{in});
+  }
+  /// The step of `plan`, each output handed to `out` (`out(0, p, y)`, `store_outputs`) rather
+  /// than stored.
+  template <class Outputs>
+  __device__ void step(const mamba2_head_inputs<Act>& in, const step_plan& plan, Outputs&& out) {
+    step(in, plan, out, always_write{});
+  }
+  /// The step of `plan`, its outputs handed to `out`, written only if `gate()` says so once
+  /// the tile's loads are issued (`always_write`); returns whether it wrote.
+  template <class Outputs, class Gate>
+  __device__ bool step(const mamba2_head_inputs<Act>& in, const step_plan& plan, Outputs&& out, Gate&& gate) {
+    static_assert(policy_supported, "mamba2_tile_step: a shared state and a window of up to 32 (policy_supported)");
+    if constexpr (!Policy::is_writeback)  // the two roles apart: in one path their registers spilled
+      if (role_of(plan) == warp_role::read)
+        return detail::read_tile(in, state_, shape_, plan, first_row_, lanes_, out, gate);
+    return detail::fold_tile(in, state_, shape_, plan, first_row_, lanes_, out, gate, storage_.log_decays);
+  }
+
+  /// Records the step of `plan` in the head's cursor (lane 0 writes it): by one warp of the
+  /// head, once every tile of it has run `step`.
+  __device__ void advance_cursor(const step_plan& plan) const {
+    if (threadIdx.x % 32 == 0 && state_.cursor != nullptr) *state_.cursor = next_cursor(plan, step_kind::decode);
+  }
+
+ private:
+  TempStorage& storage_;
+  const mamba2_head_state<Policy, Act>& state_;
+  mamba2_layer_shape shape_;
+  int32_t first_row_;
+  lanes_type lanes_;
 };
 
 }  // namespace warp

@@ -49,11 +49,11 @@ void rmsnorm_reference(T* y, const std::vector<float>& weight, const mamba2_laye
   }
 }
 
-/// run_mamba2_scenario with the replay step an engine's kernel on the warp primitive
-/// (examples/fused_kernel's): one warp per head, or four at small batches, reads or flushes
-/// as the head's plan says. With `norm` the kernel normalizes each head's outputs before
-/// storing them; the reference's outputs and the write-back step's are then normalized in
-/// float64 on the host.
+/// run_mamba2_scenario with the replay step an engine's kernel on the warp primitives
+/// (examples/fused_kernel's): one warp per head, or a block per head in tiles where the
+/// batch's heads fit the device at once, reads or flushes as the head's plan says. With
+/// `norm` the kernel normalizes each head's outputs before storing them; the reference's
+/// outputs and the write-back step's are then normalized in float64 on the host.
 template <class Policy, class Act>
 void engine_kernel_scenario(const mamba2_case& c, int windows, bool norm) {
   using writeback = mamba2_host_state<writeback_policy<typename Policy::checkpoint_format>, Act>;
@@ -84,11 +84,14 @@ void engine_kernel_scenario(const mamba2_case& c, int windows, bool norm) {
       normalize);
 }
 
-TEST_CASE("an engine's kernel on the mamba2 warp primitive matches the reference", "[gpu][mamba2][decode]") {
-  // 5 requests x 8 heads: a head over four warps; 70 x 16: a warp per head.
+TEST_CASE("an engine's kernel on the mamba2 warp primitives matches the reference", "[gpu][mamba2][decode]") {
+  // 5 requests x 8 heads and 6 x 4 (P = 20: a last tile of 4 rows): tiles; 70 x 4 of state
+  // dimension 32, which tiles do not take: a warp per head.
   for (const bool norm : {false, true}) {
     INFO("norm " << norm);
     engine_kernel_scenario<replay_policy<16, fp32_format>, float>({{8, 80, 128, 2}, 5, 9, true, true, 81}, 4, norm);
+    engine_kernel_scenario<replay_policy<8, fp32_format>, bfloat16_t>({{4, 20, 128, 2}, 6, 11, true, true, 83}, 4,
+                                                                      norm);
     engine_kernel_scenario<replay_policy<8, fp32_format>, bfloat16_t>({{4, 16, 32, 2}, 70, 91, true, true, 82}, 4,
                                                                       norm);
   }
