@@ -73,19 +73,18 @@ __global__ void kernels_md_sequence(const mamba2_params<Act> p, uint32_t warp_by
 template __global__ void kernels_md_sequence<replay_policy<16, fp32_format>, bfloat16_t, warp::warp_role::read>(
     const mamba2_params<bfloat16_t>, uint32_t);
 
-/// The kernel of gated_deltanet/warp_step.cuh's example: a read step, one warp per value head.
-template <class Policy, class Act, warp::copy_engine Engine>
+/// The kernel of gdn_warp_step's example: a read step, one warp per value head.
+template <class Policy, class Act>
 __global__ void gdn_warp_read_example(const gdn_params<Act> p, uint32_t warp_bytes) {
   const warp_head at(p, warp_bytes);
   if (!at.steps(p)) return;
   const gdn_head_views<Policy, Act> v(p, at.b, at.h, at.slot);
   const gdn_layer_shape shape = p.shape();
-  uint8_t* smem = at.storage;
-  const int lane = at.lane;
+  uint8_t* storage = at.storage;
 #include "gdn_warp_read_1.inc"
 }
-template __global__ void gdn_warp_read_example<replay_policy<16, fp32_format>, bfloat16_t, warp::copy_engine::bulk>(
-    const gdn_params<bfloat16_t>, uint32_t);
+template __global__ void gdn_warp_read_example<replay_policy<16, fp32_format>, bfloat16_t>(const gdn_params<bfloat16_t>,
+                                                                                           uint32_t);
 
 }  // namespace replayssm_doc_snippets
 

@@ -95,25 +95,19 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<gdn_wa
       return;
   }
   const gdn_head_views<Policy, Act> v(p, at.b, at.h, slot);
-  const gdn_layer_shape shape = p.shape();
-  uint8_t* smem = reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes;
-  const warp::row_range rows = warp::gdn_row_flush_config<Policy>::part_rows(parts, at.part);
+  using step_t = warp::gdn_warp_step<Policy, Act, Role, Tokens, Engine>;
   // The stream starts before the cursor is read: its latency hides behind the state's.
-  auto stream = warp::start_gdn_stream<Role, Engine>(v.state, shape, smem, at.lane, rows);
+  step_t step(reinterpret_cast<uint8_t*>(warp_storage) + at.warp * warp_bytes, v.state, p.shape(),
+              step_t::part_rows(parts, at.part));
   if (streams_early) {
     detail::wait_for_previous_launch();
-    if (p.request_plans[at.b] != request_plan::flush) return stream.drain();
+    if (p.request_plans[at.b] != request_plan::flush) return step.drain();
   }
   const step_plan plan = plan_step<Kind>(v.state, Kind == step_kind::decode ? 1 : v.in.tokens);
-  if constexpr (flushes && warp::gdn_row_flushes<Policy>)
-    warp::gdn_warp_row_flush<Kind>(stream, v.in, v.state, shape, plan, smem, at.lane, rows);
-  else if constexpr (flushes)
-    warp::gdn_warp_flush<Kind>(stream, v.in, v.state, shape, plan, smem, at.lane);
-  else
-    warp::gdn_warp_read<Tokens>(stream, v.in, v.state, shape, plan, smem, at.lane);
+  step.template step<Kind>(v.in, plan);
   if (Kind == step_kind::verify && flushes) return;  // the verify read that follows moves the cursor
   if (parts > 1) __syncthreads();
-  if (at.part == 0 && at.lane == 0 && v.state.cursor != nullptr) *v.state.cursor = next_cursor(plan, Kind);
+  if (at.part == 0) step.advance_cursor(plan, Kind);
 }
 
 /// The snapshot baseline's verify step: one block per (request, value head), a row per thread.

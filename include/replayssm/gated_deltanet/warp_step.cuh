@@ -24,25 +24,12 @@
 ///   step's own row code (`gdn_warp_row_flush`: write-back, `raw_inputs`). A verify step's
 ///   flush folds the committed entries only and leaves its drafts to the read that follows.
 ///
-/// In an engine's kernel, per warp, a read step with
-/// `gdn_warp_layout<Policy>::make(shape).bytes` of shared memory at `smem` (128-byte aligned)
-/// and the views `v` of `gdn_head_views` (this code is compiled by test/gpu/doc_snippets.cu):
-///
-///     auto stream = warp::start_gdn_stream<warp::warp_role::read, Engine>(v.state, shape, smem, lane);
-///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);  // after the stream starts
-///     warp::gdn_warp_read(stream, v.in, v.state, shape, plan, smem, lane);
-///     if (lane == 0) *v.state.cursor = next_cursor(plan, step_kind::decode);
-///
-/// A flush streams `start_gdn_stream<warp_role::flush, Engine>` with its layout
-/// (`gdn_warp_layout<Policy, warp_role::flush>`) and runs `gdn_warp_flush` or
-/// `gdn_warp_row_flush` (`gdn_warp_flush_path`).
-///
-/// A verify step of up to `Tokens` drafts is two launches, as in gated_deltanet/cuda.cuh: the
-/// flush (`start_gdn_stream<warp_role::flush, Engine>`, `gdn_warp_flush<step_kind::verify>`
-/// or `gdn_warp_row_flush`, cursor unchanged) of the requests whose `plan_step<
-/// step_kind::verify>` writes the checkpoint, then `gdn_warp_read<Tokens>` of every request
-/// (`gdn_warp_layout<Policy, warp_role::read, Tokens>`), which moves the cursor with
-/// `next_cursor(plan, step_kind::verify)`.
+/// `gdn_warp_step` is the primitive an engine's kernel instantiates (its comment shows how);
+/// the three steps above are its parts. A verify step of up to `Tokens` drafts is two
+/// launches, as in gated_deltanet/cuda.cuh: the flush (`step<step_kind::verify>` of the flush
+/// role, cursor unchanged) of the requests whose `plan_step<step_kind::verify>` writes the
+/// checkpoint, then the read of up to `Tokens` drafts of every request, which moves the
+/// cursor (`advance_cursor(plan, step_kind::verify)`).
 ///
 /// Flushes of windows over 16 run the head step instead.
 #pragma once
@@ -867,6 +854,88 @@ __device__ void gdn_warp_row_flush(Stream& stream, const gdn_head_inputs<Act>& i
                                  lane);
   }
 }
+
+/// One warp's Gated DeltaNet step on one value head (or, for a flush on whole rows, a part
+/// of its rows), a warp primitive in the manner of `mamba2_warp_step`: constructed on the
+/// warp's temp storage with the head's state, it starts streaming that state at once, before
+/// any other load of the step; `step` runs the step of the plan, whose role must be `Role`
+/// (a read: `gdn_warp_read`; a flush: `gdn_warp_flush` or `gdn_warp_row_flush`, as
+/// `gdn_warp_flush_path` says), its outputs stored to `in.y`; `advance_cursor` records the
+/// step once every warp of the head has run it. Every lane of the warp calls each. With
+/// `Tokens` > 1 a read is a speculative verify step of up to `Tokens` drafts, and a verify
+/// step's flush (`step<step_kind::verify>`) folds the committed entries only, leaving the
+/// drafts and the cursor to the read that follows. `Engine` copies the state with the bulk
+/// copy engine (sm_90 on; the state's rows 16-byte aligned) or with the lanes (anywhere).
+///
+/// The temp storage is `temp_storage_bytes(shape)` bytes of shared memory per warp,
+/// 128-byte aligned. A read step of one warp per value head (this code is compiled by
+/// test/gpu/doc_snippets.cu; `v` the head's `gdn_head_views`, `storage` the warp's temp
+/// storage):
+///
+///     warp::gdn_warp_step<Policy, Act, warp::warp_role::read> step(storage, v.state, shape);
+///     const step_plan plan = plan_step<step_kind::decode>(v.state, 1);  // after the stream starts
+///     step.step(v.in, plan);
+///     step.advance_cursor(plan);  // the warp is the head's only one
+template <class Policy, class Act, warp_role Role, int Tokens = 1, copy_engine Engine = copy_engine::bulk>
+class gdn_warp_step {
+  static constexpr bool flushes = Role == warp_role::flush;
+
+ public:
+  using layout = gdn_warp_layout<Policy, Role, Tokens>;
+  using stream_type = typename gdn_warp_layout<Policy, Role>::config::template stream<Engine>;
+  /// Whether several warps may share a head (`part_rows`): flushes on whole rows.
+  static constexpr bool splits_rows = flushes && gdn_row_flushes<Policy>;
+
+  /// Bytes of shared memory each warp's temp storage takes for a layer of shape `s`.
+  __host__ __device__ static uint32_t temp_storage_bytes(gdn_layer_shape s) { return layout::make(s).bytes; }
+  /// Part `part` of `parts` (a power of two up to 8) of a head's rows, for a flush on whole
+  /// rows (`splits_rows`); every row otherwise.
+  __host__ __device__ static constexpr row_range part_rows(int32_t parts, int32_t part) {
+    return gdn_row_flush_config<Policy>::part_rows(splits_rows ? parts : 1, splits_rows ? part : 0);
+  }
+
+  /// Starts streaming the head's state (its read copy for a read, its checkpoint for a
+  /// flush; `rows` of it for a flush on whole rows) into `temp_storage`. `state` must
+  /// outlive the step.
+  __device__ gdn_warp_step(void* temp_storage, const gdn_head_state<Policy, Act>& state, gdn_layer_shape shape,
+                           row_range rows = gdn_row_flush_config<Policy>::all_rows)
+      : storage_(static_cast<uint8_t*>(temp_storage)),
+        state_(state),
+        shape_(shape),
+        rows_(rows),
+        lane_(int(threadIdx.x % 32)),
+        stream_(start_gdn_stream<Role, Engine>(state, shape, storage_, lane_, rows)) {}
+
+  /// The step of `plan` (of `Kind`), its outputs stored to `in.y`. The cursor is not moved.
+  template <step_kind Kind = step_kind::decode>
+  __device__ void step(const gdn_head_inputs<Act>& in, const step_plan& plan) {
+    static_assert(Kind == step_kind::verify || Tokens == 1, "gdn_warp_step: a decode step takes one token");
+    if constexpr (splits_rows)
+      gdn_warp_row_flush<Kind>(stream_, in, state_, shape_, plan, storage_, lane_, rows_);
+    else if constexpr (flushes)
+      gdn_warp_flush<Kind>(stream_, in, state_, shape_, plan, storage_, lane_);
+    else
+      gdn_warp_read<Tokens>(stream_, in, state_, shape_, plan, storage_, lane_);
+  }
+
+  /// Gives the step up: waits for the stream's copies, so that none lands in shared memory
+  /// the warp no longer owns.
+  __device__ void drain() { stream_.drain(); }
+
+  /// Records the step of `plan` in the head's cursor (lane 0 writes it): once every warp of
+  /// the head has run `step`.
+  __device__ void advance_cursor(const step_plan& plan, step_kind kind = step_kind::decode) const {
+    if (lane_ == 0 && state_.cursor != nullptr) *state_.cursor = next_cursor(plan, kind);
+  }
+
+ private:
+  uint8_t* storage_;
+  const gdn_head_state<Policy, Act>& state_;
+  gdn_layer_shape shape_;
+  row_range rows_;
+  int lane_;
+  stream_type stream_;
+};
 
 }  // namespace warp
 }  // namespace replayssm
