@@ -421,8 +421,9 @@ def mamba2_fused(page, shapes):
                          num(ratio(us(ready_norm), us(fused)), ".2f", "x"), num(ratio(us(engine), us(ready)), ".3f")])
     page.table("An engine's fused kernel, FP32 state, W = 16",
                "examples/fused_kernel's kernel (one warp per head on the warp primitive "
-               "`warp::mamba2_warp_step`, or four where the heads alone would leave the device idle, "
-               "reading or flushing as the head's plan says) with the RMSNorm of the gated output fused "
+               "`warp::mamba2_warp_step`, or, where a batch's heads fit the device at once, a block per "
+               "head in tiles on `warp::mamba2_tile_step`, reading or flushing as the head's plan says) "
+               "with the RMSNorm of the gated output fused "
                "after the step (the outputs kept in shared memory and stored once, normalized), against "
                "the ready-made step followed by a norm kernel; and the engine kernel's step alone against "
                "the ready-made step. Mean step over whole windows, every request in the same phase.",
