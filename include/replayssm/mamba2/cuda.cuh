@@ -212,11 +212,12 @@ __global__ void __launch_bounds__(warp_step_threads, warp_step_min_blocks<regist
 /// the whole request itself, its threads splitting the heads (no cursor of it changes but
 /// its flush count), a replay step's reads the planner's verdict (the planner, launched
 /// before, runs beside it, and has read every cursor of the request before any block moves
-/// one). The cursor moves once every warp of the head is done. A small batch's step is as long as a warp's path, not as
-/// its bytes: the streamed kernels' warps set up a ring and stage the window in shared
-/// memory for rows that here are one tile's loads; so it is launched overlapping the launch
-/// before it (a write-back step's blocks wait for that launch's end before their first load,
-/// a replay step's planner has waited for it) and lets the launch after it start at once.
+/// one). The cursor moves once every warp of the head is done. A small batch's step is as
+/// long as a warp's path, not as its bytes: the streamed kernels' warps set up a ring and
+/// stage the window in shared memory for rows that here are one tile's loads; so it is
+/// launched overlapping the launch before it (a write-back step's blocks wait for that
+/// launch's end before their first load, a replay step's planner has waited for it) and lets
+/// the launch after it start at once.
 template <class Policy, class Act>
 __global__ void __launch_bounds__(tile_threads) mamba2_tiles_kernel(const mamba2_params<Act> p) {
   using tile_step = warp::mamba2_tile_step<Policy, Act>;
