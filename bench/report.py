@@ -336,23 +336,25 @@ def mamba2_window(page, shapes):
     res = page.results
     rows = []
     for shape in shapes:
-        windows = sorted((w for w in res.values(4, "mamba2", "flush_and_read", shape, "fp32") if w.startswith("W")),
-                         key=lambda w: int(w[1:]))
-        for w in windows:
-            for n in res.batches("mamba2", "flush_and_read", shape, "fp32", w):
-                f = res.get("mamba2", "flush_and_read", shape, "fp32", w, batch=n)
-                wb = res.get("mamba2", "writeback", shape, "fp32", batch=n)
-                rep = res.get("mamba2", "replay", shape, "fp32", w, batch=n)
-                rows.append([SHORT[shape], w[1:], str(n), num(us(rep)), num(counter(f, "read_us")),
-                             num(counter(f, "late_read_us")), num(counter(f, "flush_us")), num(us(wb)),
-                             num(ratio(counter(f, "flush_us"), us(wb)), ".2f", "x")])
-    page.table("Read steps and flush per window length, FP32 state",
+        for state in SHARED_STATES:
+            windows = sorted((w for w in res.values(4, "mamba2", "flush_and_read", shape, state) if w.startswith("W")),
+                             key=lambda w: int(w[1:]))
+            for w in windows:
+                for n in res.batches("mamba2", "flush_and_read", shape, state, w):
+                    f = res.get("mamba2", "flush_and_read", shape, state, w, batch=n)
+                    wb = res.get("mamba2", "writeback", shape, state, batch=n)
+                    rep = res.get("mamba2", "replay", shape, state, w, batch=n)
+                    rows.append([SHORT[shape], state, w[1:], str(n), num(us(rep)), num(counter(f, "read_us")),
+                                 num(counter(f, "late_read_us")), num(counter(f, "flush_us")), num(us(wb)),
+                                 num(ratio(counter(f, "flush_us"), us(wb)), ".2f", "x")])
+    page.table("Read steps and flush per window length",
                "Each step timed alone, every request in the same phase: the read step at the start of "
-               "a window (the token alone) and at its end (W - 1 entries before it), and the flush. "
-               "The replay mean is the whole flush period's mean step, for comparison.",
-               ["shape", "W", "batch", "replay mean us", "read step, window start us", "read step, window end us",
-                "flush us", "write-back us", "flush / write-back"],
-               rows, "^(writeback/(nano|super)/fp32/|(replay|flush_and_read)/(nano|super)/fp32/W)")
+               "a window (the token alone) and at its end (W - 1 entries before it), and the flush, "
+               "against the write-back step of the same state format. The replay mean is the whole "
+               "flush period's mean step, for comparison.",
+               ["shape", "state", "W", "batch", "replay mean us", "read step, window start us",
+                "read step, window end us", "flush us", "write-back us", "flush / write-back"],
+               rows, "^(writeback/(nano|super)/(fp32|fp16|bf16)/|(replay|flush_and_read)/(nano|super)/(fp32|fp16|bf16)/W)")
 
 
 def mamba2_staggered(page, shapes):
