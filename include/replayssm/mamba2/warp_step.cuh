@@ -1332,8 +1332,8 @@ class mamba2_warp_step {
 /// with no stream and no window staged in shared memory (docs/kernels.md, "Tiles"). A head
 /// of P rows takes `tiles(shape)` warps, usually a block per head, tile t its `tile_rows`
 /// rows from t `tile_rows`. Tiles take rows of `common_state_dim` elements and policies
-/// whose reads are of the checkpoint as stored, with windows of up to 32 (`supported`). Every lane of
-/// the warp calls each member; the temp storage is the warp's `TempStorage`. As in
+/// whose reads are of the checkpoint as stored, with windows of up to 32 (`supported`).
+/// Every lane of the warp calls each member; the temp storage is the warp's `TempStorage`. As in
 /// examples/fused_kernel (this code is compiled by test/gpu/doc_snippets.cu), a block per
 /// head, `storage` the block's `TempStorage[tiles]` in shared memory:
 ///
