@@ -7,6 +7,8 @@
 #include "device_runner.cuh"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 using namespace replayssm;
 using namespace replayssm_test;
@@ -38,7 +40,8 @@ __global__ void format_chunks_kernel(const uint8_t* data, const uint8_t* scales,
 }
 
 /// Random values over many binades (subnormal ranges of every format included), with exact
-/// ties of the narrow grids, zeros of both signs, and an infinity or NaN in some chunks.
+/// ties of the narrow grids, zeros of both signs, and an infinity or a NaN (any sign and
+/// payload) in some chunks.
 std::vector<float> test_values(int elems, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
@@ -55,7 +58,12 @@ std::vector<float> test_values(int elems, uint32_t seed) {
       x = sign * std::ldexp(mantissa(rng), exponent(rng));
     }
   }
-  for (int i = 0; i < elems; i += 997) v[size_t(i)] = (i / 997) % 2 == 0 ? INFINITY : NAN;
+  for (int i = 0; i < elems; i += 997) {  // an infinity, or a NaN of either sign with a random payload
+    const uint32_t nan_bits = (rng() & 0x80000000u) | 0x7f800000u | (1u + rng() % 0x7fffffu);
+    float nan;
+    std::memcpy(&nan, &nan_bits, sizeof nan);
+    v[size_t(i)] = (i / 997) % 2 == 0 ? INFINITY : nan;
+  }
   return v;
 }
 

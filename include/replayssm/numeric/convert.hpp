@@ -385,18 +385,22 @@ struct convert<float, float_e2m1_t, Round> {
 namespace detail {
 
 /// The 2N values of `in` encoded by `Convert::apply` into 16-bit codes, element 2k in the low
-/// half of word k. On the device one NaN test covers all of them, and NaN-free values (nearly
-/// always) convert a pair at a time (`Convert::apply_pair_non_nan`) with no branch per
-/// element: a test and a branch per element had been nearly a third of an FP16 write-back
-/// step's instructions.
+/// half of word k. On the device they convert a pair at a time (`Convert::apply_pair`) with
+/// no branch per element (a test and a branch per element had been nearly a third of an
+/// FP16 write-back step's instructions). From sm_80 on the pair conversion gives every NaN
+/// the code `apply` gives it (0x7FFF, checked for every fp32 NaN in either half on an H100),
+/// so no value is tested; before, one NaN test covers all of them.
 template <class Convert, int N>
 REPLAYSSM_HOST_DEVICE void pack_pairs(const float (&in)[2 * N], uint32_t (&words)[N]) {
-#if REPLAYSSM_DEVICE_PASS
+#if REPLAYSSM_DEVICE_PASS && __CUDA_ARCH__ >= 800
+  constexpr bool by_pairs = true;
+  for (int k = 0; k < N; ++k) words[k] = Convert::apply_pair(in[2 * k], in[2 * k + 1]);
+#elif REPLAYSSM_DEVICE_PASS
   bool nan = false;
   for (int i = 0; i < 2 * N; ++i) nan |= in[i] != in[i];
   const bool by_pairs = !nan;
   if (by_pairs)
-    for (int k = 0; k < N; ++k) words[k] = Convert::apply_pair_non_nan(in[2 * k], in[2 * k + 1]);
+    for (int k = 0; k < N; ++k) words[k] = Convert::apply_pair(in[2 * k], in[2 * k + 1]);
 #else
   constexpr bool by_pairs = false;
 #endif
@@ -422,8 +426,9 @@ struct convert<half_t, float, round_nearest_even> {
     return detail::encode_nearest<half_t>(v);
   }
 #if REPLAYSSM_DEVICE_PASS
-  /// lo, hi -> bits 15..0, 31..16 of the result, as `apply` encodes each but a NaN.
-  __device__ static uint32_t apply_pair_non_nan(float lo, float hi) {
+  /// lo, hi -> bits 15..0, 31..16 of the result, as `apply` encodes each (a NaN too from
+  /// sm_80 on: `pack_pairs`).
+  __device__ static uint32_t apply_pair(float lo, float hi) {
     uint32_t packed;
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
     return packed;
@@ -451,8 +456,9 @@ struct convert<bfloat16_t, float, round_nearest_even> {
     return detail::encode_nearest<bfloat16_t>(v);
   }
 #if REPLAYSSM_DEVICE_PASS
-  /// lo, hi -> bits 15..0, 31..16 of the result, as `apply` encodes each but a NaN.
-  __device__ static uint32_t apply_pair_non_nan(float lo, float hi) {
+  /// lo, hi -> bits 15..0, 31..16 of the result, as `apply` encodes each (a NaN too from
+  /// sm_80 on: `pack_pairs`).
+  __device__ static uint32_t apply_pair(float lo, float hi) {
 #if __CUDA_ARCH__ >= 800
     uint32_t packed;
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
