@@ -920,13 +920,15 @@ __device__ bool flush_rows(Stream& stream, const mamba2_head_inputs<Act>& in, co
     // A stage's weighted x (coef_j x_j of its R rows, entry j's at j R), formed by the lanes
     // together before its fold: a stage's room of shared memory rather than the head's leaves
     // room for more warps. Rows past the head (every lane folds whole runs of rows) fold the
-    // last row's, and are never stored.
+    // last row's, and are never stored. Entries from F on weigh -0 with no branch: their
+    // staged x and coefficient, read anyway, are not used.
     const int R_shift = replayssm::detail::leading_one(uint32_t(R));  // R is a power of two: no division
     auto weigh_stage = [&](int32_t first_row) {
       __syncwarp();  // the stage before has been folded
       for (int32_t k = lane; k < folded_entries * R; k += 32) {
         const int32_t j = k >> R_shift, p = first_row + (k & (R - 1));
-        weighted_x[k] = j >= F ? -0.0f : weighted_value(coef[j], to_float(w.x(j)[p < P ? p : P - 1]));
+        const float weighted = weighted_value(coef[j], to_float(w.x(j)[p < P ? p : P - 1]));
+        weighted_x[k] = j >= F ? -0.0f : weighted;
       }
       __syncwarp();
     };
