@@ -392,21 +392,18 @@ namespace detail {
 /// so no value is tested; before, one NaN test covers all of them.
 template <class Convert, int N>
 REPLAYSSM_HOST_DEVICE void pack_pairs(const float (&in)[2 * N], uint32_t (&words)[N]) {
-#if REPLAYSSM_DEVICE_PASS && __CUDA_ARCH__ >= 800
-  constexpr bool by_pairs = true;
-  for (int k = 0; k < N; ++k) words[k] = Convert::apply_pair(in[2 * k], in[2 * k + 1]);
-#elif REPLAYSSM_DEVICE_PASS
-  bool nan = false;
-  for (int i = 0; i < 2 * N; ++i) nan |= in[i] != in[i];
-  const bool by_pairs = !nan;
-  if (by_pairs)
-    for (int k = 0; k < N; ++k) words[k] = Convert::apply_pair(in[2 * k], in[2 * k + 1]);
-#else
-  constexpr bool by_pairs = false;
+#if REPLAYSSM_DEVICE_PASS
+  bool by_pairs = true;
+#if __CUDA_ARCH__ < 800
+  for (int i = 0; i < 2 * N; ++i) by_pairs &= in[i] == in[i];
 #endif
-  if (!by_pairs)
-    for (int k = 0; k < N; ++k)
-      words[k] = uint32_t(Convert::apply(in[2 * k]).bits) | uint32_t(Convert::apply(in[2 * k + 1]).bits) << 16;
+  if (by_pairs) {
+    for (int k = 0; k < N; ++k) words[k] = Convert::apply_pair(in[2 * k], in[2 * k + 1]);
+    return;
+  }
+#endif
+  for (int k = 0; k < N; ++k)
+    words[k] = uint32_t(Convert::apply(in[2 * k]).bits) | uint32_t(Convert::apply(in[2 * k + 1]).bits) << 16;
 }
 
 }  // namespace detail
