@@ -157,15 +157,11 @@ __global__ void __launch_bounds__(warp_step_threads,
     detail::mamba2_planned_request<Policy, Act, Engine>(p, at.b, request_slot(p, at.b), at, smem, parts);
   } else if constexpr (Policy::is_writeback) {
     step(flush, at.b, request_slot(p, at.b));
-  } else {
+  } else {  // a read launch, beside the flush launch
     // The slot is loaded beside the plan, not after it, so that the two loads overlap.
     const int32_t slot = request_slot(p, at.b);
-    const request_plan planned =
-        Launch == warp_launch::read ? detail::plan_beside_previous(p, at.b) : detail::plan_after_planner(p, at.b);
-    if (planned == (Launch == warp_launch::flush ? request_plan::flush : request_plan::read)) {
-      constexpr warp_role role = Launch == warp_launch::flush ? warp_role::flush : warp_role::read;
-      step(std::integral_constant<warp_role, role>{}, at.b, slot);
-    }
+    if (detail::plan_beside_previous(p, at.b) == request_plan::read)
+      step(std::integral_constant<warp_role, warp_role::read>{}, at.b, slot);
   }
 }
 
