@@ -260,11 +260,9 @@ storage formats cost in accuracy, in [precision.md](precision.md).
 PAGE_TAIL = """\
 ## CPU benchmark
 
-`cpu_decode_bench` runs the CPU implementation of the Mamba-2 steps (8 heads x 64 x 128, 2
-groups, FP32 activations and state; one iteration is a whole window of 16 steps), on one
-thread and on two (`threads:2` starts a second `std::thread` per step). It runs in seconds
-and is part of the test suite as a smoke test. Its figures depend on the host, so none are
-kept here (a JSON of it given to `report.py` adds its table):
+`cpu_decode_bench` runs the CPU Mamba-2 steps (8 heads x 64 x 128, 2 groups, FP32; an
+iteration is a window of 16 steps) on one thread and on two; the test suite runs it briefly.
+Its figures depend on the host, so none are kept here (`report.py` tabulates its JSON):
 
 ```sh
 cmake --build build --target cpu_decode_bench && ./build/bench/cpu_decode_bench
@@ -272,11 +270,9 @@ cmake --build build --target cpu_decode_bench && ./build/bench/cpu_decode_bench
 
 ## Python call overhead
 
-`bench/python_overhead.py` measures the host time of one decode step called from Python
-(the API, the engine wrappers, the torch op and the module's entry points) against the C++
-launcher called in a loop inside the module, and the device time per step of a CUDA graph
-captured from Python against one captured from C++; its docstring says what each row is.
-It prints its figures; none are kept here.
+`bench/python_overhead.py` measures a decode step's host time called from Python (the API,
+the engine wrappers, the torch op) against the C++ launcher, and a CUDA graph captured from
+Python against one captured from C++; its docstring says what each row is. None are kept here.
 
 ```sh
 pip install . && python -m pytest -q python/tests
