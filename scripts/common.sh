@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Shared by scripts/run_tests.sh and scripts/run_example.sh (sourced, not run).
 
-step() { printf '\n==> %s\n' "$*"; }
+# A step's banner, with the seconds since the script started (where its time goes).
+step() { printf '\n==> %s (%d s)\n' "$*" "$SECONDS"; }
 run() {
   printf '+ %s\n' "$*"
   "$@"
