@@ -4,8 +4,9 @@
 /// and `cuda::verify_step` (runtime/cuda_steps.cuh) on `mamba2_params`. Decode and verify
 /// steps run on the warp steps (mamba2/warp_step.cuh: one warp per head, the state
 /// streamed): a planner launch decides from the cursors which requests read and which
-/// flush, then a flush launch and a read launch, side by side, each step their requests (a
-/// verify step's flush launch forms the drafts' outputs of the requests it flushes); so does the
+/// flush; beside it one launch reads or flushes each request as planned, or a flush launch
+/// and a read launch, side by side, each step their requests (a verify step's flush launch
+/// forms the drafts' outputs of the requests it flushes); so does the
 /// snapshot baseline (a planner launch, then one flush launch that folds and stores the
 /// drafts in turn). Shapes the warp steps do not cover run the head step of
 /// the CPU path with `block_executor`, one block per (request, head). Commits and device
@@ -86,11 +87,11 @@ __device__ void mamba2_warp_request(const mamba2_params<Act>& p, int32_t b, int3
 }
 
 /// Steps request `b` on slot `slot` in the launch that reads or flushes each request as
-/// planned (a small batch's one launch right after the planner): the head plans itself from
-/// its cursor and steps at once, overlapping the planner, and writes only if the planner
-/// planned the request so (`plan_after_planner`; a request with an error anywhere is
-/// planned to be skipped, and the planner reports it). A slot outside the pool, or a cursor
-/// no step leaves, is left to the planner.
+/// planned (a replay decode step's one launch, right after the planner): the head plans
+/// itself from its cursor and starts its stream at once, overlapping the planner, then takes
+/// the planner's plan for the request (`plan_after_planner`) and writes only if the planner
+/// planned it so (a request with an error anywhere is planned to be skipped, and the planner
+/// reports it). A slot outside the pool, or a cursor no step leaves, is left to the planner.
 template <class Policy, class Act, warp::copy_engine Engine>
 __device__ void mamba2_planned_request(const mamba2_params<Act>& p, int32_t b, int32_t slot, const warp_place& at,
                                        uint8_t* smem, int32_t parts) {
@@ -104,8 +105,8 @@ __device__ void mamba2_planned_request(const mamba2_params<Act>& p, int32_t b, i
     step_t step(smem, v.state, shape, step_t::part_rows(shape, parts, at.part));
     constexpr request_plan wanted =
         decltype(role)::value == warp::warp_role::flush ? request_plan::flush : request_plan::read;
-    const bool stepped =
-        step.step(v.in, plan, warp::store_outputs<Act>{v.in}, [&] { return plan_after_planner(p, b) == wanted; });
+    const request_plan planned = plan_after_planner(p, b);
+    const bool stepped = step.step(v.in, plan, warp::store_outputs<Act>{v.in}, [&] { return planned == wanted; });
     if (parts > 1) __syncthreads();
     if (stepped && at.part == 0) step.advance_cursor(plan);
   };
@@ -121,11 +122,19 @@ template <class Policy, warp_launch Launch>
 inline constexpr bool flushes_planned_only = !Policy::is_writeback && Launch == warp_launch::flush;
 
 /// The register cap of a warp launch of `Launch` (`warp_step_min_blocks` says why): 168
-/// where its warps flush a replay step's window or read up to 8 drafts, else 128.
+/// where its warps flush a replay step's window or read up to 8 drafts, else 128. A decode
+/// step's planned launch of a 16-bit state that runs it at every batch
+/// (`mamba2_large_batch_launches`) takes 128 too: its flush then spills a few bytes, and its
+/// reads, most of its warps, keep 16 warps per SM.
 template <class Policy, warp_launch Launch, int Tokens>
 constexpr register_cap mamba2_warp_registers() {
   const bool flushes_window = Launch != warp_launch::read && !Policy::is_writeback;
-  return flushes_window || Tokens > 4 ? register_cap::registers_168 : register_cap::registers_128;
+  bool read_occupancy = false;
+  if constexpr (!Policy::is_writeback)
+    read_occupancy = Launch == warp_launch::planned && Tokens == 1 &&
+                     mamba2_large_batch_launches<Policy> == mamba2_decode_launches::one &&
+                     Policy::checkpoint_format::bytes_per_element == 2.0;
+  return (flushes_window && !read_occupancy) || Tokens > 4 ? register_cap::registers_168 : register_cap::registers_128;
 }
 
 /// The warp kernel of a step of `Kind` that steps the requests `Launch` names (a verify
@@ -322,6 +331,26 @@ status verify_launches(const mamba2_params<Act>& p, const device_limits& d, cuda
   return launch_warp_step<Policy, Engine, warp_launch::read, verify, Tokens>(p, d, stream, launch_wait::overlapping);
 }
 
+/// A replay decode step's launches after its planner: one that reads or flushes each request
+/// as planned, where `mamba2_large_batch_launches` says so or every warp fits on the device
+/// at once; else a flush launch, then a read launch beside it.
+template <class Policy, warp::copy_engine Engine, class Act>
+status mamba2_decode_launches_after_planner(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
+  constexpr launch_wait overlapping = launch_wait::overlapping;
+  if constexpr (mamba2_large_batch_launches<Policy> == mamba2_decode_launches::side_by_side) {
+    bool fits = false;
+    if (status s = warps_fit_at_once(mamba2_warp_kernel<Policy, Act, Engine, warp_launch::planned>,
+                                     warp_launch_bytes<Policy, Act, warp_launch::planned, 1>(p.shape()), p, d, fits);
+        !s)
+      return s;
+    if (!fits) {
+      if (status s = launch_warp_step<Policy, Engine, warp_launch::flush>(p, d, stream, overlapping); !s) return s;
+      return launch_warp_step<Policy, Engine, warp_launch::read>(p, d, stream, overlapping);
+    }
+  }
+  return launch_warp_step<Policy, Engine, warp_launch::planned>(p, d, stream, overlapping);
+}
+
 /// Whether the stored state of `p` can stream with the bulk copy engine on this device.
 template <class Policy, class Act>
 bool bulk_copies_fit(const mamba2_params<Act>& p, const device_limits& d) {
@@ -338,13 +367,15 @@ bool bulk_copies_fit(const mamba2_params<Act>& p, const device_limits& d) {
 /// A step of `Kind` on the warp kernels with the copy engine `Engine` (validated params). A
 /// decode step of a small batch (every head's block resident at once) runs in tiles, one
 /// launch (`mamba2_tiles_kernel`), where the policy allows (`warp::mamba2_tile_step`).
-/// Otherwise: a write-back step is one flush launch; a replay step plans its requests, then its read
-/// launch runs beside its flush launch (they step different requests), so that the flushes
-/// of staggered windows cost the read step little, or, where every warp of the step fits on
-/// the device at once, one launch reads or flushes each request as planned. A verify step's
-/// flush launch flushes the committed entries of the requests whose drafts would not fit
-/// after them and forms those drafts' outputs from the new state, beside the read launch of
-/// the others (`verify_launches`, a kernel for up to 4 or up to 8 drafts).
+/// Otherwise: a write-back step is one flush launch; a replay step plans its requests, and
+/// beside the planner one launch reads or flushes each request as planned, so that the
+/// flushes of staggered windows run among the reads, or, for policies whose reads that
+/// launch would slow (`mamba2_large_batch_launches`) and where its warps do not all fit on
+/// the device at once, a read launch runs beside a flush launch (they step different
+/// requests). A verify step's flush launch flushes the committed entries of the requests
+/// whose drafts would not fit after them and forms those drafts' outputs from the new
+/// state, beside the read launch of the others (`verify_launches`, a kernel for up to 4 or
+/// up to 8 drafts).
 template <class Policy, warp::copy_engine Engine, step_kind Kind, class Act>
 status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cudaStream_t stream) {
   if constexpr (Kind == step_kind::decode && warp::mamba2_tile_step<Policy, Act>::policy_supported) {
@@ -355,17 +386,7 @@ status mamba2_warp_step(const mamba2_params<Act>& p, const device_limits& d, cud
     return launch_warp_step<Policy, Engine, warp_launch::flush>(p, d, stream);
   } else if constexpr (Kind == step_kind::decode) {
     if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
-    bool one_launch = false;
-    if (status s = warps_fit_at_once(mamba2_warp_kernel<Policy, Act, Engine, warp_launch::planned>,
-                                     warp_launch_bytes<Policy, Act, warp_launch::planned, 1>(p.shape()), p, d,
-                                     one_launch);
-        !s)
-      return s;
-    if (one_launch)
-      return launch_warp_step<Policy, Engine, warp_launch::planned>(p, d, stream, launch_wait::overlapping);
-    if (status s = launch_warp_step<Policy, Engine, warp_launch::flush>(p, d, stream, launch_wait::overlapping); !s)
-      return s;
-    return launch_warp_step<Policy, Engine, warp_launch::read>(p, d, stream, launch_wait::overlapping);
+    return mamba2_decode_launches_after_planner<Policy, Engine>(p, d, stream);
   } else {
     if (status s = plan_requests<Policy, Kind>(p, stream); !s) return s;
     return p.tokens <= 4 ? verify_launches<Policy, Engine, 4>(p, d, stream)

@@ -157,9 +157,10 @@ enum class launch_wait { all_before, overlapping };
 
 /// Which requests a step's launch steps: those planned to read, those planned to flush, or
 /// (`planned`) each request as planned, reading or flushing. A warp launch of `planned` is a
-/// small batch's one launch after the planner, whose warps all fit on the device at once, so
-/// that a step with few heads waits for one launch rather than two; a block launch (a block
-/// per request and head) is `planned`, or `flush` beside a warp launch that reads.
+/// replay decode step's one launch after the planner: at every batch for the policies
+/// `mamba2_large_batch_launches` names, else where its warps all fit on the device at once,
+/// so that a step with few heads waits for one launch rather than two; a block launch (a
+/// block per request and head) is `planned`, or `flush` beside a warp launch that reads.
 enum class warp_launch { read, flush, planned };
 
 inline status cuda_error(const char* what, cudaError_t e) {

@@ -58,6 +58,26 @@ inline constexpr int warp_step_min_blocks = Cap == register_cap::registers_128  
                                             : Cap == register_cap::registers_168 ? 3
                                                                                  : 2;
 
+/// How a Mamba-2 replay decode step runs its reads and flushes after the planner, where its
+/// warps do not all fit on the device at once (where they do, it is always one launch).
+enum class mamba2_decode_launches : uint8_t {
+  one,           ///< one launch reads or flushes each request as planned
+  side_by_side,  ///< a flush launch over the flushing requests beside a read launch
+};
+/// The launches of `Policy`'s replay decode steps at a large batch. One launch holds both
+/// roles, so its warps take the flush's registers and shared memory: it is kept where that
+/// costs the reads little and spreads the flushes among them, shared FP32 states of windows
+/// up to 16 and 16-bit ones of 16 (their kernel capped at 128 registers, spilling a few
+/// bytes, so that reads keep 16 warps per SM). Side by side elsewhere, where one launch was
+/// slower (docs/kernels.md, "One decode step"): at W = 32 the flush's shared memory halves
+/// the reads' warps, 16-bit states at W = 8 spill over a hundred bytes under the cap, and
+/// split policies' read steps lose their occupancy.
+template <class Policy>
+inline constexpr mamba2_decode_launches mamba2_large_batch_launches =
+    Policy::shared_state &&
+            (Policy::checkpoint_format::bytes_per_element == 4.0 ? Policy::window <= 16 : Policy::window == 16)
+        ? mamba2_decode_launches::one
+        : mamba2_decode_launches::side_by_side;
 /// The register cap of a Gated DeltaNet warp step of `Policy` in `Role`. A read step and the
 /// write-back step: 128 registers, so that registers allow the 16 warps per SM a read step's
 /// shared memory (13.5 KB per warp) allows (at 150 registers, 13; the cap spills 32-44

@@ -23,11 +23,14 @@ TEST_CASE("gpu mamba2 replay matches the reference at a batch of many blocks", "
   gpu_mamba2_scenario<replay_policy<1, fp32_format>, bfloat16_t>({{4, 16, 32, 2}, 70, 91, true, true, 13}, 8, false);
 }
 
-TEST_CASE("gpu mamba2 replay matches the reference at a batch beyond one launch", "[gpu][mamba2][decode]") {
-  // 240 requests x 16 heads: more warps than the device holds at once, so that a step runs
-  // its flush and read launches side by side (the batches above take one launch), and more
-  // heads than the write-back tiles hold at once, so that write-back streams its rows.
+TEST_CASE("gpu mamba2 replay matches the reference at a batch beyond one wave", "[gpu][mamba2][decode]") {
+  // 240 requests x 16 heads: more warps than the device holds at once, so that a step's
+  // one launch runs in waves, later ones starting after the planner has ended (the batches
+  // above fit at once), or, for W = 32, its flush launch runs beside its read launch
+  // (`mamba2_large_batch_launches`); and more heads than the write-back tiles hold at once,
+  // so that write-back streams its rows.
   gpu_mamba2_scenario<replay_policy<8, fp32_format>, float>({{16, 16, 32, 2}, 240, 301, true, true, 18}, 4, true);
+  gpu_mamba2_scenario<replay_policy<32, fp32_format>, float>({{16, 16, 32, 2}, 240, 301, true, true, 19}, 2, true);
 }
 
 /// One request's outputs `y` (heads x head_dim) normalized head by head in float64: RMSNorm
