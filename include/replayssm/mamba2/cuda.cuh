@@ -129,12 +129,11 @@ inline constexpr bool flushes_planned_only = !Policy::is_writeback && Launch == 
 template <class Policy, warp_launch Launch, int Tokens>
 constexpr register_cap mamba2_warp_registers() {
   const bool flushes_window = Launch != warp_launch::read && !Policy::is_writeback;
-  bool read_occupancy = false;
-  if constexpr (!Policy::is_writeback)
-    read_occupancy = Launch == warp_launch::planned && Tokens == 1 &&
-                     mamba2_large_batch_launches<Policy> == mamba2_decode_launches::one &&
-                     Policy::checkpoint_format::bytes_per_element == 2.0;
-  return (flushes_window && !read_occupancy) || Tokens > 4 ? register_cap::registers_168 : register_cap::registers_128;
+  const bool reads_keep_occupancy = Launch == warp_launch::planned &&
+                                    mamba2_large_batch_launches<Policy> == mamba2_decode_launches::one &&
+                                    Policy::checkpoint_format::bytes_per_element == 2.0;
+  return (flushes_window && !reads_keep_occupancy) || Tokens > 4 ? register_cap::registers_168
+                                                                 : register_cap::registers_128;
 }
 
 /// The warp kernel of a step of `Kind` that steps the requests `Launch` names (a verify
