@@ -10,8 +10,9 @@
 # are built too, and the GPU tests (CTest label `gpu`) skip themselves without a device;
 # then the host targets are also built and tested once without CUDA (in BUILD_DIR-host),
 # so that the g++-only build cannot break unnoticed.
-# The Python step installs nanobind, scikit-build-core, NumPy, pytest and PyTorch from PyPI
-# into BUILD_DIR-python/venv (python3 with venv and its headers from apt-get when missing).
+# nanobind, scikit-build-core, NumPy, pytest and PyTorch are installed from PyPI into
+# BUILD_DIR-python/venv in the background while the C++ targets build (python3 with venv and
+# its headers from apt-get when missing); the Python step waits for them.
 # Environment: BUILD_DIR (default `build`, relative to the repository root); CI=true turns
 # warnings into errors (-DREPLAYSSM_WERROR=ON), as CI runs it (`CI=true bash .ci/run`).
 set -euo pipefail
@@ -37,6 +38,42 @@ fi
 werror=OFF
 if [ "${CI:-}" = true ]; then werror=ON; fi
 echo "warnings as errors: $werror (CI=${CI:-})"
+
+# The Python package's environment (nanobind, scikit-build-core, NumPy, pytest, PyTorch) is
+# downloaded and installed in the background while the C++ targets build: mostly network and
+# disk, which would otherwise add minutes after the build. The Python step waits for it.
+py_dir="${BUILD_DIR}-python"
+if ! python3 -m venv --help >/dev/null 2>&1 ||
+  [ ! -f "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ]; then
+  install_missing python3 python3-venv python3-dev
+fi
+mkdir -p "$py_dir"
+python_environment() {
+  set -euo pipefail
+  [ -x "$py_dir/venv/bin/python" ] || run python3 -m venv "$py_dir/venv"
+  run "$py_dir/venv/bin/python" -m pip install --quiet --upgrade nanobind scikit-build-core numpy pytest
+  # PyTorch, for the tests of the torch ops, torch.compile and the engine wrappers: PyPI's
+  # default Linux wheel, which brings NVIDIA's CUDA libraries (PyPI has no CPU-only one;
+  # some 5 GB the first time, a later run finds it in the virtual environment). The check
+  # below fails the run if it cannot be imported, so that its tests are run, not skipped.
+  run "$py_dir/venv/bin/python" -m pip install --quiet torch
+  run "$py_dir/venv/bin/python" -c "import torch; print('torch', torch.__version__)"
+}
+python_environment > "$py_dir/environment.log" 2>&1 &
+python_environment_pid=$!
+# A run that fails before the Python step leaves no install running behind it.
+trap 'pkill -P "$python_environment_pid" 2>/dev/null || true; kill "$python_environment_pid" 2>/dev/null || true' EXIT
+echo "Python environment: installing in the background ($py_dir/environment.log)"
+# Waits for the background install and prints its log; fails the run if it failed.
+wait_for_python_environment() {
+  local rc=0
+  wait "$python_environment_pid" || rc=$?
+  cat "$py_dir/environment.log"
+  if [ "$rc" -ne 0 ]; then
+    echo "error: the Python environment's install failed (exit $rc)" >&2
+    exit "$rc"
+  fi
+}
 
 step "configure ($BUILD_DIR)"
 run cmake -S . -B "$BUILD_DIR" -DREPLAYSSM_WERROR="$werror" \
@@ -72,27 +109,14 @@ fi
 # The Python package, as a user installs it (`pip install .`, with its CUDA steps when nvcc
 # is found) into a virtual environment of its own, and its tests (the GPU ones skip
 # themselves without a device or torch).
-py_dir="${BUILD_DIR}-python"
 step "Python package ($py_dir)"
-if ! python3 -m venv --help >/dev/null 2>&1 ||
-  [ ! -f "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ]; then
-  install_missing python3 python3-venv python3-dev
-fi
-[ -x "$py_dir/venv/bin/python" ] || run python3 -m venv "$py_dir/venv"
-run "$py_dir/venv/bin/python" -m pip install --quiet --upgrade nanobind scikit-build-core numpy pytest
-# PyTorch, for the tests of the torch ops, torch.compile and the engine wrappers: PyPI's
-# default Linux wheel, which brings NVIDIA's CUDA libraries (PyPI has no CPU-only one). On
-# the 2-core CI machine: 2.3 min and 5.3 GB the first time (2026-12-02); a later run finds
-# it in the virtual environment. The check below fails the run if it cannot be imported,
-# so that its tests are run, not skipped.
-run "$py_dir/venv/bin/python" -m pip install --quiet torch
-run "$py_dir/venv/bin/python" -c "import torch; print('torch', torch.__version__)"
-# Under CI=true the module compiles the CUDA steps of its first two policies only (FP32
-# write-back and replay, both recurrences): the same kernel templates were compiled above for
-# the GPU tests and the benchmark, and every policy's would add about ten CPU-minutes of nvcc
-# for kernels CI cannot run. Its CPU steps keep every policy.
+wait_for_python_environment
+# Under CI=true the module compiles the CUDA steps of its first policy only (FP32 write-back,
+# both recurrences: the module's CUDA side for any policy): the kernel templates were compiled
+# above for the GPU tests and the benchmark, and every policy's would add about ten
+# CPU-minutes of nvcc for kernels CI cannot run. Its CPU steps keep every policy.
 py_cuda=()
-if [ "${CI:-}" = true ]; then py_cuda=(-C cmake.define.REPLAYSSM_PYTHON_CUDA_POLICIES=2); fi
+if [ "${CI:-}" = true ]; then py_cuda=(-C cmake.define.REPLAYSSM_PYTHON_CUDA_POLICIES=1); fi
 run "$py_dir/venv/bin/python" -m pip install --quiet --no-build-isolation --no-deps \
   -C build-dir="$py_dir/build" -C cmake.define.REPLAYSSM_WERROR="$werror" "${py_cuda[@]}" .
 
