@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The native part of the `replayssm` Python package: the compiled-in policies, buffer sizes,
-// state encoding, and the steps of both recurrences on the CPU (here) and on CUDA devices
-// (cuda_*.cu), over any array that speaks DLPack (NumPy, PyTorch, CuPy) with no copies.
+// state encoding, and the steps of both recurrences on the CPU (cpu_*.cpp) and on CUDA
+// devices (cuda_*.cu), over any array that speaks DLPack (NumPy, PyTorch, CuPy) with no copies.
 // The Python package (python/replayssm) wraps it; its functions are not a public API.
 
 #include <nanobind/nanobind.h>
@@ -23,20 +23,6 @@ using namespace nb::literals;
 
 namespace replayssm_python {
 namespace {
-
-/// The CPU launchers, for `mamba2_step` and `gdn_step` (steps.hpp).
-struct cpu_backend {
-  using activations = type_list<float, rs::half_t, rs::bfloat16_t>;
-  using policy_list = policies;
-  template <class Policy, class Params>
-  static rs::status decode(const Params& p, uintptr_t) {
-    return rs::cpu::decode_step<Policy>(p);
-  }
-  template <class Policy, class Params>
-  static rs::status verify(const Params& p, uintptr_t) {
-    return rs::cpu::verify_step<Policy>(p);
-  }
-};
 
 element element_of(nb::dlpack::dtype t) {
   using code = nb::dlpack::dtype_code;
@@ -277,10 +263,10 @@ rs::status cuda_step(const step_call& call, const gdn_args& args) {
   return cuda_gdn_step(call, args);
 }
 rs::status cpu_step(const step_call& call, const mamba2_args& args) {
-  return mamba2_step<cpu_backend>(call, args);
+  return cpu_mamba2_step(call, args);
 }
 rs::status cpu_step(const step_call& call, const gdn_args& args) {
-  return gdn_step<cpu_backend>(call, args);
+  return cpu_gdn_step(call, args);
 }
 
 /// Runs a step of converted arguments (`held`, with `bound`: the arrays that came through

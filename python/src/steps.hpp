@@ -2,7 +2,8 @@
 /// \file steps.hpp
 /// A step called from Python: its array arguments, checked and bound to the library's params
 /// for the policy and activation type chosen at run time, then run by a backend (the CPU
-/// launchers in module.cpp, the CUDA launchers in cuda_*.cu). The argument names are the
+/// launchers of cpu_backend.hpp in cpu_*.cpp, the CUDA launchers of cuda_backend.cuh in
+/// cuda_*.cu). The argument names are the
 /// params' field names, but for the output: `out`, as the Python functions name it (the
 /// params' `y` and `o`).
 #pragma once
@@ -173,6 +174,11 @@ inline rs::status call_of(const common_args& a, uintptr_t stream, step_call& cal
   call = {a.kind == "decode" ? rs::step_kind::decode : rs::step_kind::verify, a.policy, stream};
   return {};
 }
+
+// The CPU backend (cpu_*.cpp: one translation unit per recurrence, so that they compile in
+// parallel).
+rs::status cpu_mamba2_step(const step_call& call, const mamba2_args& args);
+rs::status cpu_gdn_step(const step_call& call, const gdn_args& args);
 
 // The CUDA backend (cuda_*.cu), present when the module was built with CUDA.
 rs::status cuda_mamba2_step(const step_call& call, const mamba2_args& args);
