@@ -14,7 +14,8 @@
 # BUILD_DIR-python/venv in the background while the C++ targets build (python3 with venv and
 # its headers from apt-get when missing); the Python step waits for them.
 # Environment: BUILD_DIR (default `build`, relative to the repository root); CI=true turns
-# warnings into errors (-DREPLAYSSM_WERROR=ON), as CI runs it (`CI=true bash .ci/run`).
+# warnings into errors (-DREPLAYSSM_WERROR=ON) and compiles device code at nvcc's fastest
+# level (-Ofc max), as CI runs it (`CI=true bash .ci/run`).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -36,8 +37,15 @@ else
 fi
 # Warnings are errors in CI only: a user's newer compiler must not break their build.
 werror=OFF
-if [ "${CI:-}" = true ]; then werror=ON; fi
-echo "warnings as errors: $werror (CI=${CI:-})"
+# CI compiles device code at nvcc's fastest level (-Ofc max: fewer optimizations, far less
+# CPU time): it has no device to run it on, and every kernel still goes through ptxas to
+# machine code. Elsewhere the kernels are compiled as users get them.
+cuda_flags=()
+if [ "${CI:-}" = true ]; then
+  werror=ON
+  cuda_flags=(-DCMAKE_CUDA_FLAGS=-Ofc=max)
+fi
+echo "warnings as errors: $werror, CUDA flags: ${cuda_flags[*]:-none} (CI=${CI:-})"
 
 # The Python package's environment (nanobind, scikit-build-core, NumPy, pytest, PyTorch) is
 # downloaded and installed in the background while the C++ targets build: mostly network and
@@ -76,7 +84,7 @@ wait_for_python_environment() {
 }
 
 step "configure ($BUILD_DIR)"
-run cmake -S . -B "$BUILD_DIR" -DREPLAYSSM_WERROR="$werror" \
+run cmake -S . -B "$BUILD_DIR" -DREPLAYSSM_WERROR="$werror" "${cuda_flags[@]}" \
   -DREPLAYSSM_BUILD_TESTS=ON -DREPLAYSSM_BUILD_EXAMPLES=ON -DREPLAYSSM_BUILD_BENCHMARKS=ON "$@"
 
 step "build"
@@ -112,11 +120,14 @@ fi
 step "Python package ($py_dir)"
 wait_for_python_environment
 # Under CI=true the module compiles the CUDA steps of its first policy only (FP32 write-back,
-# both recurrences: the module's CUDA side for any policy): the kernel templates were compiled
-# above for the GPU tests and the benchmark, and every policy's would add about ten
-# CPU-minutes of nvcc for kernels CI cannot run. Its CPU steps keep every policy.
+# both recurrences: the module's CUDA side for any policy; -Ofc max as above): the kernel
+# templates were compiled above for the GPU tests and the benchmark, and every policy's would
+# add about ten CPU-minutes of nvcc for kernels CI cannot run. Its CPU steps keep every
+# policy.
 py_cuda=()
-if [ "${CI:-}" = true ]; then py_cuda=(-C cmake.define.REPLAYSSM_PYTHON_CUDA_POLICIES=1); fi
+if [ "${CI:-}" = true ]; then
+  py_cuda=(-C cmake.define.REPLAYSSM_PYTHON_CUDA_POLICIES=1 -C cmake.define.CMAKE_CUDA_FLAGS=-Ofc=max)
+fi
 run "$py_dir/venv/bin/python" -m pip install --quiet --no-build-isolation --no-deps \
   -C build-dir="$py_dir/build" -C cmake.define.REPLAYSSM_WERROR="$werror" "${py_cuda[@]}" .
 
