@@ -170,8 +170,12 @@ TEST_CASE("a user-defined format runs in the ready-made CUDA step, bit for bit a
           "[gpu][mamba2][custom]") {
   using policy = replay_policy<8, my_engine::mxfp4_format, fp16_format, round_stochastic>;
   require_bit_identical<mamba2_harness, policy, bfloat16_t>({{4, 24, 64, 2}, 3, 5, true, true, 72}, 40);
-  gpu_mamba2_scenario<replay_policy<16, my_engine::mxfp4_format, fp32_format>, float>(
-      {{4, 24, 64, 2}, 3, 5, true, true, 73}, 8, true, {0.5, 1e-5});
+  // Against the float64 reference over 8 windows: the FP16 checkpoint within 4 of its
+  // half-ulps (2^-11) times the random walk of its 8 stochastic roundings, the outputs within
+  // twice MXFP4's (2^-2) on top.
+  const double state = 4 * 0x1p-11 * std::sqrt(8.0);
+  gpu_mamba2_scenario<policy, bfloat16_t>({{4, 24, 64, 2}, 3, 5, true, true, 73}, 8, true,
+                                          {2 * 0x1p-2 + 2 * state + 1e-5, state});
 }
 
 TEST_CASE("the warp steps' lanes copy engine matches the CPU as the bulk engine does", "[gpu][mamba2][decode]") {
@@ -204,28 +208,4 @@ TEST_CASE("an engine's __nv_bfloat16 activations run the steps bit for bit as bf
   CHECK(engine.max_output_error == library.max_output_error);
   CHECK(engine.max_state_error == library.max_state_error);
   CHECK(engine.max_replay_vs_writeback == library.max_replay_vs_writeback);
-}
-
-TEST_CASE("a step that needs more shared memory than the device has is rejected before launch",
-          "[gpu][mamba2][validation]") {
-  // head_dim = state_dim = 256 with 8 drafts: the verify step's scratch is above 227 KB.
-  using policy = replay_policy<16, fp32_format>;
-  const mamba2_case c{{1, 256, 256, 1}, 1, 1, true, true, 62};
-  std::mt19937_64 rng(c.seed);
-  mamba2_inputs_host<float> in(c, rng, 8);
-  in.draw(rng);
-  mamba2_host_state<policy, float> st(c.shape, 1, 8);
-  std::vector<float> y(size_t(8) * 256, 7.0f);
-  std::vector<int32_t> drafts{8};
-  mamba2_params<float> p;
-  in.bind(p, c);
-  st.bind(p, false);
-  p.y = y.data();
-  p.token_counts = drafts.data();
-  const size_t smem = mamba2_scratch_layout<policy>::make(p.shape(), 8).bytes();
-  REQUIRE(smem > 227 * 1024);
-  const status s =
-      device_run(p, st, [](const mamba2_params<float>& d) { return replayssm::cuda::verify_step<policy>(d); });
-  CHECK_THAT(s.message(), contains_text("bytes of shared memory per block"));
-  CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Mamba-2 speculative decoding on the device: verify + commit and the snapshot baseline
 // against the float64 reference over hundreds of rounds, bit for bit against the CPU path,
-// and the device-side errors of bad draft and acceptance counts.
+// the device-side errors of bad draft and acceptance counts, and a verify step whose scratch
+// does not fit in shared memory rejected before launch.
 #include "device_runner.cuh"
 
 using namespace replayssm;
@@ -61,7 +62,7 @@ TEST_CASE("gpu and cpu mamba2 snapshot baselines are bit-identical", "[gpu][mamb
 
 TEST_CASE("gpu mamba2 verify + commit equals sequential decoding of the accepted tokens", "[gpu][mamba2][spec]") {
   gpu_spec<mamba2_harness, replay_policy<8, fp32_format>, float>({mamba2_odd_shape, 3, 5, true, true, 91}, 4, 300);
-  gpu_spec<mamba2_harness, replay_policy<16, fp32_format>, bfloat16_t>({{4, 24, 64, 2}, 3, 5, true, true, 92}, 8, 150);
+  gpu_spec<mamba2_harness, replay_policy<16, fp32_format>, float>({{4, 24, 64, 2}, 3, 5, true, true, 92}, 8, 150);
   gpu_spec<mamba2_harness, replay_policy<4, fp32_format>, float>({{2, 16, 32, 1}, 2, 3, false, false, 93}, 4, 100);
   gpu_spec<mamba2_harness, replay_policy<16, fp32_format>, float>({nemotron3_nano, 3, 5, true, true, 94}, 4, 40);
   // An FP16 state rounded stochastically: within 16 of its half-ulps (2^-11), above the
@@ -79,6 +80,30 @@ TEST_CASE("gpu and cpu mamba2 verify + commit are bit-identical", "[gpu][mamba2]
   // the state as stored, not as formed (their difference is above float's tolerance).
   require_spec_bit_identical<mamba2_harness, replay_policy<8, fp16_format, fp16_format, round_stochastic>, float>(
       {{4, 24, 64, 2}, 3, 5, true, true, 98}, 4, 100);
+}
+
+TEST_CASE("a step that needs more shared memory than the device has is rejected before launch",
+          "[gpu][mamba2][validation]") {
+  // head_dim = state_dim = 256 with 8 drafts: the verify step's scratch is above 227 KB.
+  using policy = replay_policy<16, fp32_format>;
+  const mamba2_case c{{1, 256, 256, 1}, 1, 1, true, true, 62};
+  std::mt19937_64 rng(c.seed);
+  mamba2_inputs_host<float> in(c, rng, 8);
+  in.draw(rng);
+  mamba2_host_state<policy, float> st(c.shape, 1, 8);
+  std::vector<float> y(size_t(8) * 256, 7.0f);
+  std::vector<int32_t> drafts{8};
+  mamba2_params<float> p;
+  in.bind(p, c);
+  st.bind(p, false);
+  p.y = y.data();
+  p.token_counts = drafts.data();
+  const size_t smem = mamba2_scratch_layout<policy>::make(p.shape(), 8).bytes();
+  REQUIRE(smem > 227 * 1024);
+  const status s =
+      device_run(p, st, [](const mamba2_params<float>& d) { return replayssm::cuda::verify_step<policy>(d); });
+  CHECK_THAT(s.message(), contains_text("bytes of shared memory per block"));
+  CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
 }
 
 TEST_CASE("the device reports bad mamba2 draft and acceptance counts and leaves their state alone",
