@@ -16,8 +16,9 @@ endif()
 # The CPU steps' fused multiply-adds (math::fma, std::fma) are calls into libm unless the
 # compiler may emit FMA instructions: on x86-64 the project's own CPU targets (host tests,
 # examples, the CPU benchmark, the Python module) are compiled with AVX2 and FMA when the
-# build machine has them, which made the CPU steps 4-5x faster (docs/benchmarks.md, "CPU
-# benchmark"). Their results do not change (the library's -ffp-contract=off; test/fp_contract).
+# build machine has them, which makes the CPU steps several times faster (docs/benchmarks.md,
+# "CPU benchmark"). Their results do not change (the library's -ffp-contract=off;
+# test/fp_contract).
 option(REPLAYSSM_HOST_FMA "Compile the project's own CPU targets with FMA instructions where the build machine has them" ON)
 set(REPLAYSSM_HOST_FMA_FLAGS "")
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang"
@@ -43,9 +44,8 @@ if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
   set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
 endif()
 
-# The host tests and the precision study instantiate every policy's CPU steps. g++ -O3 took
-# 48 s for one host test file and 293 s for precision_study.cpp in a CI build on 2 cores;
-# -O2 took 30 s and about 100 s, and the study's smoke runs 1.1-1.2x longer (measured
-# 2026-12-01). Their release builds use -O2.
+# The host tests and the precision study instantiate every policy's CPU steps, which g++
+# compiles much faster at -O2 than at -O3, for smoke runs barely longer. Their release
+# builds use -O2.
 add_library(replayssm_host_o2 INTERFACE)
 target_compile_options(replayssm_host_o2 INTERFACE $<$<AND:$<CONFIG:Release>,$<COMPILE_LANGUAGE:CXX>>:-O2>)

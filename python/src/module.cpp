@@ -291,9 +291,9 @@ double run_positional(const nb::args& values, nb::handle stream, int repeats) {
 /// A layer's step with the arguments that stay from call to call bound once: the layer's
 /// buffers converted (and kept alive here), its policy and seed. A call gives the others
 /// by position, in the order of `per_call` (their indices in `step_fields`); a None keeps
-/// the bound value. The Python side of a call is then one tuple of its own arguments:
-/// copying the layer's list of all of them and placing these in it cost the API about
-/// 0.6 us per step (bench/python_overhead.py, development machine).
+/// the bound value. The Python side of a call is then one tuple of its own arguments, not a
+/// copy of the layer's list of all of them with these placed in it, which was a measurable
+/// part of the API's host time per step (bench/python_overhead.py).
 template <class Args>
 class bound_step {
  public:
