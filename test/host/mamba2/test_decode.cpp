@@ -47,31 +47,6 @@ TEST_CASE("mamba2: an fp32 checkpoint after a flush is exact to fp32 rounding", 
 
 namespace {
 
-/// Half an ulp relative to the largest magnitude of a block, per format: the worst
-/// relative error of one rounding. NVFP4 has one mantissa bit (2^-2); FP8 E4M3 three
-/// (2^-4); BF16 eight (2^-8 with the implicit bit); FP16 eleven.
-template <class Format>
-constexpr double unit_roundoff() {
-  if constexpr (std::is_same_v<Format, fp32_format>) return 0x1p-24;
-  else if constexpr (std::is_same_v<Format, fp16_format>) return 0x1p-11;
-  else if constexpr (std::is_same_v<Format, bf16_format>) return 0x1p-8;
-  else if constexpr (std::is_same_v<Format, fp8_e4m3_format>) return 0x1p-4;
-  else return 0x1p-2;
-}
-
-/// Bounds of a policy over `windows` windows: outputs read the read copy once (its
-/// roundoff, times 2 for the cancellation in S C) on top of the checkpoint's error; the
-/// checkpoint accumulates one rounding per flush, as a random walk under stochastic
-/// rounding and at most linearly under nearest even.
-template <class Policy>
-tolerances split_bounds(int windows) {
-  const double u_read = unit_roundoff<typename Policy::read_format>();
-  const double u_ckpt = unit_roundoff<typename Policy::checkpoint_format>();
-  const double growth = Policy::rounding::is_stochastic ? std::sqrt(double(windows)) : double(windows);
-  const double state = std::max(4 * u_ckpt * growth, 1e-5);
-  return {2 * u_read + 2 * state + 1e-5, state};
-}
-
 template <class Read, class Checkpoint, class Rounding>
 void split_scenario() {
   using policy = replay_policy<16, Read, Checkpoint, Rounding>;
